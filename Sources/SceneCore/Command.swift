@@ -1,0 +1,90 @@
+/// Everything that can change the engine. Each command either succeeds with its complete,
+/// ordered list of effects, or fails with a `LifecycleError` and changes nothing.
+public enum Command: Sendable, Equatable {
+    /// Advance the clock: fire suspensions and task expirations that are due.
+    case tick
+    case launch(AppID)
+    case terminate(AppID, cause: EventCause = .request)
+    case connect(ConnectRequest)
+    case activate(SessionID)
+    /// foregroundActive → foregroundInactive: the app-switcher case.
+    case deactivate(SessionID)
+    case background(SessionID)
+    /// Release the scene, keep the session (R12).
+    case disconnect(SessionID, cause: EventCause = .request)
+    /// Close the session for ever (R13–R15).
+    case discard(SessionID, cause: EventCause = .request)
+    case saveState(SessionID, RestorationData?)
+    case saveUserInfo(SessionID, UserInfo)
+    case setFootprint(SessionID, UInt64)
+    case setProtected(SessionID, Bool)
+    case setAppFootprint(AppID, UInt64)
+    case beginTask(BeginTaskRequest)
+    case endTask(TaskToken)
+    /// didReceiveMemoryWarning to every running, not suspended app (R25), or to the apps listed.
+    case memoryWarning(apps: [AppID]?, cause: EventCause = .request)
+    /// Suspend an idle app before its suspension delay runs out (reclaim).
+    case suspend(AppID, cause: EventCause)
+}
+
+public struct ConnectRequest: Sendable, Equatable {
+    public var app: AppID
+    public var role: SessionRole
+    public var configurationName: String
+    public var userInfo: UserInfo
+    public var footprint: UInt64
+    /// Connect straight to the background (a system-requested scene, S4).
+    public var background: Bool
+    public var restoreCostMs: UInt32
+    public var isProtected: Bool
+
+    public init(app: AppID, role: SessionRole = .windowApplication,
+                configurationName: String = ConnectRequest.defaultConfigurationName,
+                userInfo: UserInfo = .empty, footprint: UInt64 = 0, background: Bool = false,
+                restoreCostMs: UInt32 = 0, isProtected: Bool = false) {
+        self.app = app
+        self.role = role
+        self.configurationName = configurationName
+        self.userInfo = userInfo
+        self.footprint = footprint
+        self.background = background
+        self.restoreCostMs = restoreCostMs
+        self.isProtected = isProtected
+    }
+
+    /// The name Xcode's template gives the scene configuration in Info.plist.
+    public static let defaultConfigurationName = "Default Configuration"
+}
+
+public struct BeginTaskRequest: Sendable, Equatable {
+    /// The app whose process the task keeps running; taken from the session when one is given.
+    public var app: AppID?
+    public var session: SessionID?
+    public var name: String
+
+    public init(app: AppID? = nil, session: SessionID? = nil, name: String = "") {
+        self.app = app
+        self.session = session
+        self.name = name
+    }
+}
+
+/// What a successful command returns besides its effects.
+public enum CommandResult: Sendable, Equatable {
+    case done
+    case session(SessionID)
+    case task(TaskToken)
+}
+
+/// What the shell must do after a command, in order.
+public enum Effect: Sendable, Equatable {
+    /// Deliver this event to subscribers and the journal.
+    case event(LifecycleEvent)
+    /// Persist the session's current record.
+    case sessionChanged(SessionID)
+    /// Delete the session's record: it was discarded.
+    case sessionRemoved(SessionID)
+    case appChanged(AppID)
+    case taskChanged(TaskToken)
+    case taskRemoved(TaskToken)
+}

@@ -1,0 +1,227 @@
+/// Scene and session commands: connect, activate, deactivate, background, disconnect, discard.
+///
+/// A scene changes state only through its own command, its app's termination or the reclaim
+/// policy; activating one scene never moves another (side-by-side windows, §2.4).
+/// A command whose target is the scene's current state succeeds and emits nothing.
+extension LifecycleEngine {
+    static let maxConfigurationNameBytes = 255
+
+    mutating func connect(_ request: ConnectRequest, effects: inout [Effect]) throws(LifecycleError) -> SessionID {
+        guard !request.configurationName.isEmpty, request.configurationName.utf8.count <= Self.maxConfigurationNameBytes else {
+            throw .invalidArgument(name: "configuration", reason: "must be 1 to \(Self.maxConfigurationNameBytes) bytes")
+        }
+        let appID = request.app
+        ensureApp(appID, effects: &effects)
+        ensureRunning(appID, cause: .request, effects: &effects)
+
+        let id = SessionID(nextSessionNumber)
+        nextSessionNumber += 1
+        let session = SceneSession(
+            id: id, app: apps[appID]!.id, role: request.role, configurationName: intern(request.configurationName),
+            userInfo: request.userInfo, restoration: nil, footprint: request.footprint,
+            condition: .live, sceneState: .unattached, sceneInstance: 1,
+            createdAt: clock, lastActiveAt: clock, backgroundSince: clock,
+            activations: 0, restores: 0, restoreCostMs: request.restoreCostMs, isProtected: request.isProtected)
+        sessions[id] = session
+        apps[appID]!.sessions.insert(id)
+
+        // R10: only a new session asks the app for its configuration.
+        emit(.configurationForConnecting, app: appID, session: id, sceneInstance: 1,
+             state: .scene(.unattached), cause: .request, effects: &effects)
+        emit(.willConnectTo, app: appID, session: id, sceneInstance: 1, state: .scene(.unattached),
+             cause: .request, detail: .connect(restoration: nil, reconnect: false), effects: &effects)
+        if request.background {
+            enterBackgroundFromUnattached(id, cause: .request, effects: &effects)
+        } else {
+            enterForeground(id, cause: .request, effects: &effects)
+            becomeActive(id, cause: .request, effects: &effects)
+        }
+        refreshActivity(appID, effects: &effects)
+        effects.append(.sessionChanged(id))
+        effects.append(.appChanged(appID))
+        return id
+    }
+
+    mutating func activate(_ id: SessionID, effects: inout [Effect]) throws(LifecycleError) {
+        let session = try openSession(id)
+        let appID = session.app
+        if session.condition == .archived {
+            reconnect(id, effects: &effects)
+        } else {
+            switch session.sceneState {
+            case .foregroundActive:
+                return
+            case .foregroundInactive:
+                // R4: back from an interruption: didBecomeActive only.
+                becomeActive(id, cause: .request, effects: &effects)
+            case .background, .unattached:
+                ensureRunning(appID, cause: .request, effects: &effects)
+                enterForeground(id, cause: .request, effects: &effects)
+                becomeActive(id, cause: .request, effects: &effects)
+            }
+        }
+        refreshActivity(appID, effects: &effects)
+        effects.append(.sessionChanged(id))
+        effects.append(.appChanged(appID))
+    }
+
+    /// §2.7: a new scene instance for the same session; no configurationForConnecting (R10), the
+    /// saved state-restoration data in willConnectTo (R11, R26), then the foreground chain.
+    mutating func reconnect(_ id: SessionID, effects: inout [Effect]) {
+        let appID = sessions[id]!.app
+        ensureRunning(appID, cause: .request, effects: &effects)
+        sessions[id]!.condition = .live
+        sessions[id]!.sceneInstance += 1
+        sessions[id]!.restores += 1
+        let s = sessions[id]!
+        emit(.willConnectTo, app: appID, session: id, sceneInstance: s.sceneInstance, state: .scene(.unattached),
+             cause: .request, detail: .connect(restoration: s.restoration, reconnect: true), effects: &effects)
+        enterForeground(id, cause: .request, effects: &effects)
+        becomeActive(id, cause: .request, effects: &effects)
+    }
+
+    mutating func deactivate(_ id: SessionID, effects: inout [Effect]) throws(LifecycleError) {
+        let session = try openSession(id)
+        guard session.condition == .live else {
+            throw refusal("deactivate", session, "the session has no connected scene")
+        }
+        switch session.sceneState {
+        case .foregroundInactive:
+            return
+        case .foregroundActive:
+            resignActive(id, cause: .request, effects: &effects)
+        case .background, .unattached:
+            throw refusal("deactivate", session, "only a scene in the foreground can be deactivated")
+        }
+        refreshActivity(session.app, effects: &effects)
+        effects.append(.sessionChanged(id))
+        effects.append(.appChanged(session.app))
+    }
+
+    mutating func background(_ id: SessionID, effects: inout [Effect]) throws(LifecycleError) {
+        let session = try openSession(id)
+        guard session.condition == .live else {
+            throw refusal("background", session, "the session has no connected scene; activate it to reconnect")
+        }
+        switch session.sceneState {
+        case .background, .unattached:
+            return
+        case .foregroundActive:
+            resignActive(id, cause: .request, effects: &effects)
+            enterBackground(id, cause: .request, effects: &effects)
+        case .foregroundInactive:
+            enterBackground(id, cause: .request, effects: &effects)
+        }
+        refreshActivity(session.app, effects: &effects)
+        effects.append(.sessionChanged(id))
+        effects.append(.appChanged(session.app))
+    }
+
+    mutating func disconnect(_ id: SessionID, cause: EventCause, effects: inout [Effect]) throws(LifecycleError) {
+        let session = try openSession(id)
+        guard session.condition == .live else { return }
+        if case .reclaim = cause, session.sceneState != .background {
+            // R6: system-initiated disconnection only ever takes a background scene.
+            throw refusal("disconnect", session, "reclaim only disconnects background scenes (R6)")
+        }
+        releaseScene(id, cause: cause, effects: &effects)
+        refreshActivity(session.app, effects: &effects)
+        effects.append(.sessionChanged(id))
+        effects.append(.appChanged(session.app))
+    }
+
+    /// Runs the scene down to unattached: resign and background chain if needed (R3), then
+    /// didDisconnect (R2). The session is kept, archived (R12, R16).
+    mutating func releaseScene(_ id: SessionID, cause: EventCause, effects: inout [Effect]) {
+        let appID = sessions[id]!.app
+        // A suspended process must run to receive sceneDidDisconnect (§2.6 step 1, mechanism
+        // undocumented): it is resumed first and, idle again, re-suspends after the delay.
+        resumeIfSuspended(appID, cause: cause, effects: &effects)
+        if sessions[id]!.sceneState == .foregroundActive { resignActive(id, cause: cause, effects: &effects) }
+        if sessions[id]!.sceneState == .foregroundInactive { enterBackground(id, cause: cause, effects: &effects) }
+        setSceneState(id, .unattached)
+        sessions[id]!.condition = .archived
+        emit(.didDisconnect, app: appID, session: id, sceneInstance: sessions[id]!.sceneInstance,
+             state: .scene(.unattached), cause: cause, effects: &effects)
+    }
+
+    mutating func discard(_ id: SessionID, cause: EventCause, effects: inout [Effect]) throws(LifecycleError) {
+        let session = try openSession(id)
+        if case .reclaim = cause {
+            // R12: memory pressure never destroys a session.
+            throw refusal("discard", session, "memory pressure never discards a session (R12)")
+        }
+        let appID = session.app
+        if apps[appID]!.process == .notRunning {
+            // R14: nothing can be told now; the app hears of it after its next launch.
+            apps[appID]!.pendingDiscards.append(id)
+        } else {
+            // R13: the scene disconnects first (the full resign and background chain, as for any
+            // disconnect from the foreground; the observed shortcut S10 is not reproduced).
+            if session.condition == .live {
+                releaseScene(id, cause: cause, effects: &effects)
+            } else {
+                resumeIfSuspended(appID, cause: cause, effects: &effects)
+            }
+            emit(.didDiscardSceneSessions, app: appID, session: id, state: .process(.running), cause: cause,
+                 detail: .discarded([id]), effects: &effects)
+        }
+        sessions[id] = nil
+        apps[appID]!.sessions.remove(id)
+        refreshActivity(appID, effects: &effects)
+        effects.append(.sessionRemoved(id))
+        effects.append(.appChanged(appID))
+    }
+
+    // MARK: - Single transitions, each one callback
+
+    /// S3/S8: unattached or background → foregroundInactive.
+    mutating func enterForeground(_ id: SessionID, cause: EventCause, effects: inout [Effect]) {
+        setSceneState(id, .foregroundInactive)
+        let s = sessions[id]!
+        emit(.willEnterForeground, app: s.app, session: id, sceneInstance: s.sceneInstance,
+             state: .scene(.foregroundInactive), cause: cause, effects: &effects)
+    }
+
+    /// S5: foregroundInactive → foregroundActive.
+    mutating func becomeActive(_ id: SessionID, cause: EventCause, effects: inout [Effect]) {
+        setSceneState(id, .foregroundActive)
+        sessions[id]!.activations &+= 1
+        sessions[id]!.lastActiveAt = clock
+        let s = sessions[id]!
+        emit(.didBecomeActive, app: s.app, session: id, sceneInstance: s.sceneInstance,
+             state: .scene(.foregroundActive), cause: cause, effects: &effects)
+    }
+
+    /// S6: foregroundActive → foregroundInactive.
+    mutating func resignActive(_ id: SessionID, cause: EventCause, effects: inout [Effect]) {
+        setSceneState(id, .foregroundInactive)
+        sessions[id]!.lastActiveAt = clock
+        let s = sessions[id]!
+        emit(.willResignActive, app: s.app, session: id, sceneInstance: s.sceneInstance,
+             state: .scene(.foregroundInactive), cause: cause, effects: &effects)
+    }
+
+    /// S7: foregroundInactive → background.
+    mutating func enterBackground(_ id: SessionID, cause: EventCause, effects: inout [Effect]) {
+        setSceneState(id, .background)
+        sessions[id]!.backgroundSince = clock
+        let s = sessions[id]!
+        emit(.didEnterBackground, app: s.app, session: id, sceneInstance: s.sceneInstance,
+             state: .scene(.background), cause: cause, effects: &effects)
+    }
+
+    /// S4: a scene connected straight into the background. Which callback UIKit sends is
+    /// undocumented (U7); we send didEnterBackground, as an app-based app launched into the
+    /// background receives applicationDidEnterBackground (§2.13), so that every state change has
+    /// its callback.
+    mutating func enterBackgroundFromUnattached(_ id: SessionID, cause: EventCause, effects: inout [Effect]) {
+        enterBackground(id, cause: cause, effects: &effects)
+    }
+
+    func refusal(_ command: String, _ session: SceneSession, _ reason: String) -> LifecycleError {
+        let state = session.condition == .live ? session.sceneState.name : session.condition.name
+        return .invalidTransition(InvalidTransition(command: command, app: session.app, session: session.id,
+                                                    state: state, reason: reason))
+    }
+}

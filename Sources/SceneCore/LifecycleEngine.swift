@@ -1,0 +1,237 @@
+/// The UIKit scene life cycle as a pure state machine.
+///
+/// `handle(_:now:effects:)` applies one command at the given time and appends, in order, every
+/// callback, state change and persistence change it causes. Timers (suspension, task expiry) are
+/// not armed by the engine: before each command it fires whatever is due up to `now`, and the
+/// shell asks `nextDeadline` when to wake it for a `.tick`. One owner, no locks, no I/O.
+public struct LifecycleEngine: Sendable {
+    public let configuration: EngineConfiguration
+
+    public internal(set) var apps: [AppID: AppRecord] = [:]
+    public internal(set) var sessions: [SessionID: SceneSession] = [:]
+    public internal(set) var tasks: [TaskToken: BackgroundTask] = [:]
+
+    /// Never goes backwards: a command stamped earlier than the clock runs at the clock.
+    public internal(set) var clock: Timestamp
+    /// The sequence number the next event gets.
+    public internal(set) var nextSequence: UInt64
+    /// Session and task identifiers are never reused: these only grow.
+    public internal(set) var nextSessionNumber: UInt64
+    public internal(set) var nextTaskNumber: UInt64
+
+    var deadlines = DeadlineQueue()
+    /// Configuration names are few and repeated; sharing their storage keeps sessions small.
+    var internedNames: [String: String] = [:]
+
+    public init(configuration: EngineConfiguration = .standard, clock: Timestamp = .zero) {
+        self.configuration = configuration
+        self.clock = clock
+        nextSequence = 1
+        nextSessionNumber = 1
+        nextTaskNumber = 1
+    }
+
+    /// Rebuilds an engine from stored state. Derived data (scene counts per app, each app's
+    /// session set and task list, the wake-up queue) is recomputed, not trusted.
+    public init(configuration: EngineConfiguration = .standard, restoring snapshot: EngineSnapshot) throws(LifecycleError) {
+        self.configuration = configuration
+        clock = snapshot.clock
+        nextSequence = max(snapshot.nextSequence, 1)
+        nextSessionNumber = max(snapshot.nextSessionNumber, 1)
+        nextTaskNumber = max(snapshot.nextTaskNumber, 1)
+        for var app in snapshot.apps {
+            app.activeScenes = 0
+            app.inactiveScenes = 0
+            app.backgroundScenes = 0
+            app.sessions = []
+            app.tasks = []
+            app.scheduledWake = nil
+            apps[app.id] = app
+        }
+        sessions.reserveCapacity(snapshot.sessions.count)
+        for session in snapshot.sessions {
+            guard apps[session.app] != nil else {
+                throw .invalidArgument(name: "snapshot", reason: "session \(session.id) belongs to unknown app \(session.app)")
+            }
+            guard session.id.rawValue < nextSessionNumber else {
+                throw .invalidArgument(name: "snapshot", reason: "session \(session.id) is beyond the id high-water mark")
+            }
+            guard session.condition != .discarded else {
+                throw .invalidArgument(name: "snapshot", reason: "session \(session.id) is discarded")
+            }
+            var s = session
+            s = SceneSession(id: s.id, app: s.app, role: s.role, configurationName: intern(s.configurationName),
+                             userInfo: s.userInfo, restoration: s.restoration, footprint: s.footprint,
+                             condition: s.condition, sceneState: s.condition == .live ? s.sceneState : .unattached,
+                             sceneInstance: s.sceneInstance, createdAt: s.createdAt, lastActiveAt: s.lastActiveAt,
+                             backgroundSince: s.backgroundSince, activations: s.activations, restores: s.restores,
+                             restoreCostMs: s.restoreCostMs, isProtected: s.isProtected)
+            sessions[s.id] = s
+            apps[s.app]!.sessions.insert(s.id)
+            if s.condition == .live { adjustCount(app: s.app, state: s.sceneState, by: 1) }
+        }
+        for task in snapshot.tasks.sorted(by: { $0.token < $1.token }) {
+            guard apps[task.app] != nil else {
+                throw .invalidArgument(name: "snapshot", reason: "task \(task.token) belongs to unknown app \(task.app)")
+            }
+            tasks[task.token] = task
+            apps[task.app]!.tasks.append(task.token)
+        }
+        for id in apps.keys.sorted() { schedule(id) }
+    }
+
+    /// Everything needed to rebuild the engine.
+    public var snapshot: EngineSnapshot {
+        EngineSnapshot(apps: apps.values.sorted { $0.id < $1.id },
+                       sessions: sessions.values.sorted { $0.id < $1.id },
+                       tasks: tasks.values.sorted { $0.token < $1.token },
+                       clock: clock, nextSequence: nextSequence,
+                       nextSessionNumber: nextSessionNumber, nextTaskNumber: nextTaskNumber)
+    }
+
+    /// The earliest time at which a `.tick` may have something to do. May be early (a stale
+    /// wake-up); never late.
+    public var nextDeadline: Timestamp? { deadlines.earliest?.time }
+
+    /// Whether an identifier names a session that existed and was discarded (R15). Identifiers
+    /// are allocated densely from 1, so every allocated one that is no longer open was discarded.
+    public func wasDiscarded(_ id: SessionID) -> Bool {
+        id.rawValue > 0 && id.rawValue < nextSessionNumber && sessions[id] == nil
+    }
+
+    /// Applies one command at `now`. Due timers fire first (their effects are appended even if the
+    /// command itself is then refused); a refused command changes nothing else.
+    @discardableResult
+    public mutating func handle(_ command: Command, now: Timestamp,
+                                effects: inout [Effect]) throws(LifecycleError) -> CommandResult {
+        advance(to: now, effects: &effects)
+        switch command {
+        case .tick:
+            return .done
+        case .launch(let app):
+            try launch(app, effects: &effects)
+            return .done
+        case .terminate(let app, let cause):
+            try terminate(app, cause: cause, effects: &effects)
+            return .done
+        case .connect(let request):
+            return .session(try connect(request, effects: &effects))
+        case .activate(let id):
+            try activate(id, effects: &effects)
+            return .done
+        case .deactivate(let id):
+            try deactivate(id, effects: &effects)
+            return .done
+        case .background(let id):
+            try background(id, effects: &effects)
+            return .done
+        case .disconnect(let id, let cause):
+            try disconnect(id, cause: cause, effects: &effects)
+            return .done
+        case .discard(let id, let cause):
+            try discard(id, cause: cause, effects: &effects)
+            return .done
+        case .saveState(let id, let data):
+            try updateSession(id, effects: &effects) { $0.restoration = data }
+            return .done
+        case .saveUserInfo(let id, let info):
+            try updateSession(id, effects: &effects) { $0.userInfo = info }
+            return .done
+        case .setFootprint(let id, let bytes):
+            try updateSession(id, effects: &effects) { $0.footprint = bytes }
+            return .done
+        case .setProtected(let id, let flag):
+            try updateSession(id, effects: &effects) { $0.isProtected = flag }
+            return .done
+        case .setAppFootprint(let app, let bytes):
+            guard apps[app] != nil else { throw .noSuchApp(app) }
+            apps[app]!.baseFootprint = bytes
+            effects.append(.appChanged(app))
+            return .done
+        case .beginTask(let request):
+            return .task(try beginTask(request, effects: &effects))
+        case .endTask(let token):
+            try endTask(token, effects: &effects)
+            return .done
+        case .memoryWarning(let targets, let cause):
+            try memoryWarning(targets, cause: cause, effects: &effects)
+            return .done
+        case .suspend(let app, let cause):
+            try suspendEarly(app, cause: cause, effects: &effects)
+            return .done
+        }
+    }
+
+    // MARK: - Shared helpers
+
+    /// Looks up an open session, telling a discarded one from one that never existed.
+    func openSession(_ id: SessionID) throws(LifecycleError) -> SceneSession {
+        if let s = sessions[id] { return s }
+        throw wasDiscarded(id) ? .sessionDiscarded(id) : .noSuchSession(id)
+    }
+
+    mutating func intern(_ name: String) -> String {
+        if let existing = internedNames[name] { return existing }
+        internedNames[name] = name
+        return name
+    }
+
+    mutating func emit(_ name: EventName, app: AppID, session: SessionID? = nil, sceneInstance: UInt32 = 0,
+                       state: EventState, cause: EventCause, detail: EventDetail = .none,
+                       effects: inout [Effect]) {
+        let event = LifecycleEvent(seq: nextSequence, time: clock, name: name, app: app, session: session,
+                                   sceneInstance: sceneInstance, state: state,
+                                   appState: apps[app]?.applicationState ?? .background,
+                                   cause: cause, detail: detail)
+        nextSequence += 1
+        effects.append(.event(event))
+    }
+
+    /// Moves a scene between activation states, keeping its app's per-state counts exact.
+    mutating func setSceneState(_ id: SessionID, _ new: SceneActivationState) {
+        let old = sessions[id]!.sceneState
+        guard old != new else { return }
+        let app = sessions[id]!.app
+        sessions[id]!.sceneState = new
+        adjustCount(app: app, state: old, by: -1)
+        adjustCount(app: app, state: new, by: 1)
+    }
+
+    mutating func adjustCount(app: AppID, state: SceneActivationState, by delta: Int32) {
+        switch state {
+        case .foregroundActive: apps[app]!.activeScenes += delta
+        case .foregroundInactive: apps[app]!.inactiveScenes += delta
+        case .background: apps[app]!.backgroundScenes += delta
+        case .unattached: break
+        }
+    }
+
+    mutating func updateSession(_ id: SessionID, effects: inout [Effect],
+                                _ change: (inout SceneSession) -> Void) throws(LifecycleError) {
+        _ = try openSession(id)
+        change(&sessions[id]!)
+        effects.append(.sessionChanged(id))
+    }
+}
+
+/// Stored engine state, as the store saves and restores it.
+public struct EngineSnapshot: Sendable, Equatable {
+    public var apps: [AppRecord]
+    public var sessions: [SceneSession]
+    public var tasks: [BackgroundTask]
+    public var clock: Timestamp
+    public var nextSequence: UInt64
+    public var nextSessionNumber: UInt64
+    public var nextTaskNumber: UInt64
+
+    public init(apps: [AppRecord], sessions: [SceneSession], tasks: [BackgroundTask], clock: Timestamp,
+                nextSequence: UInt64, nextSessionNumber: UInt64, nextTaskNumber: UInt64) {
+        self.apps = apps
+        self.sessions = sessions
+        self.tasks = tasks
+        self.clock = clock
+        self.nextSequence = nextSequence
+        self.nextSessionNumber = nextSessionNumber
+        self.nextTaskNumber = nextTaskNumber
+    }
+}

@@ -1,0 +1,44 @@
+/// Why a command was refused. A refused command changes nothing.
+public enum LifecycleError: Error, Sendable, Equatable, CustomStringConvertible {
+    case noSuchApp(AppID)
+    case noSuchSession(SessionID)
+    /// The session existed and was discarded; it can never come back (R15).
+    case sessionDiscarded(SessionID)
+    case noSuchTask(TaskToken)
+    /// The command does not apply in the current state.
+    case invalidTransition(InvalidTransition)
+    case invalidArgument(name: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .noSuchApp(let a): "no such app: \(a)"
+        case .noSuchSession(let s): "no such session: \(s)"
+        case .sessionDiscarded(let s): "session \(s) was discarded"
+        case .noSuchTask(let t): "no such background task: \(t)"
+        case .invalidTransition(let t): t.description
+        case .invalidArgument(let name, let reason): "invalid \(name): \(reason)"
+        }
+    }
+}
+
+public struct InvalidTransition: Sendable, Equatable, CustomStringConvertible {
+    public var command: String
+    public var app: AppID
+    public var session: SessionID?
+    /// The state that forbids it: a scene state, a session condition or a process state.
+    public var state: String
+    public var reason: String
+
+    public init(command: String, app: AppID, session: SessionID?, state: String, reason: String) {
+        self.command = command
+        self.app = app
+        self.session = session
+        self.state = state
+        self.reason = reason
+    }
+
+    public var description: String {
+        let subject = session.map { "session \($0)" } ?? "app \(app)"
+        return "cannot \(command) \(subject) (\(state)): \(reason)"
+    }
+}

@@ -1,0 +1,211 @@
+/// The public vocabulary of callbacks and state-only events. These names appear unchanged on the
+/// socket, in the CLI and in the journal.
+public enum EventName: UInt8, Sendable, CaseIterable, CustomStringConvertible {
+    // App delegate callbacks.
+    case didFinishLaunching
+    case configurationForConnecting
+    case didDiscardSceneSessions
+    case didReceiveMemoryWarning
+    case willTerminate
+    case backgroundTaskWillExpire
+    // Scene delegate callbacks.
+    case willConnectTo
+    case willEnterForeground
+    case didBecomeActive
+    case willResignActive
+    case didEnterBackground
+    case didDisconnect
+    // State-only events: no callback is delivered (R21), but the change is observable.
+    case suspended
+    case resumed
+    case terminated
+
+    public var name: String {
+        switch self {
+        case .didFinishLaunching: "didFinishLaunching"
+        case .configurationForConnecting: "configurationForConnecting"
+        case .didDiscardSceneSessions: "didDiscardSceneSessions"
+        case .didReceiveMemoryWarning: "didReceiveMemoryWarning"
+        case .willTerminate: "willTerminate"
+        case .backgroundTaskWillExpire: "backgroundTaskWillExpire"
+        case .willConnectTo: "willConnectTo"
+        case .willEnterForeground: "willEnterForeground"
+        case .didBecomeActive: "didBecomeActive"
+        case .willResignActive: "willResignActive"
+        case .didEnterBackground: "didEnterBackground"
+        case .didDisconnect: "didDisconnect"
+        case .suspended: "suspended"
+        case .resumed: "resumed"
+        case .terminated: "terminated"
+        }
+    }
+    public init?(name: String) {
+        guard let e = Self.allCases.first(where: { $0.name == name }) else { return nil }
+        self = e
+    }
+    public var description: String { name }
+
+    /// Scene-delegate callbacks concern one scene instance; the rest concern the app.
+    public var isSceneCallback: Bool {
+        switch self {
+        case .willConnectTo, .willEnterForeground, .didBecomeActive, .willResignActive,
+             .didEnterBackground, .didDisconnect: true
+        default: false
+        }
+    }
+    /// State-only events carry no callback.
+    public var isCallback: Bool { self != .suspended && self != .resumed && self != .terminated }
+}
+
+/// The state an event leaves behind: the scene's activation state for scene callbacks and
+/// `configurationForConnecting`, the process state for app events.
+public enum EventState: Sendable, Equatable, CustomStringConvertible {
+    case scene(SceneActivationState)
+    case process(ProcessState)
+
+    public var name: String {
+        switch self {
+        case .scene(let s): s.name
+        case .process(let p): p.name
+        }
+    }
+    public var description: String { name }
+}
+
+/// Why something happened.
+public enum EventCause: Sendable, Equatable {
+    /// A client asked for it.
+    case request
+    /// A timer fired: suspension delay, task expiry.
+    case timer
+    /// The reclaim policy acted under memory pressure.
+    case reclaim(ReclaimNote)
+    /// A session cap (MaxSessions, archived maximum age) discarded it.
+    case cap(String)
+    /// The daemon restored its state at start-up.
+    case restore
+
+    public var name: String {
+        switch self {
+        case .request: "request"
+        case .timer: "timer"
+        case .reclaim: "reclaim"
+        case .cap: "cap"
+        case .restore: "restore"
+        }
+    }
+}
+
+/// What the reclaim policy records with each action it takes.
+public struct ReclaimNote: Sendable, Equatable {
+    public var level: String
+    public var usageBefore: UInt64
+    public var usageAfter: UInt64
+    public var budget: UInt64
+    public var score: Double?
+    public var reason: String
+
+    public init(level: String, usageBefore: UInt64, usageAfter: UInt64, budget: UInt64, score: Double?,
+                reason: String) {
+        self.level = level
+        self.usageBefore = usageBefore
+        self.usageAfter = usageAfter
+        self.budget = budget
+        self.score = score
+        self.reason = reason
+    }
+}
+
+/// Extra data an event carries.
+public enum EventDetail: Sendable, Equatable {
+    case none
+    /// `willConnectTo`: the session's saved state-restoration data (nil for a new session) and
+    /// whether this is a reconnection of an existing session.
+    case connect(restoration: RestorationData?, reconnect: Bool)
+    /// `didDiscardSceneSessions`: the set delivered (R14: several at the next launch).
+    case discarded([SessionID])
+    /// `backgroundTaskWillExpire`.
+    case task(TaskToken, name: String)
+    /// `terminated`: why, and which sessions were archived by the process's death.
+    case terminated(reason: TerminationReason, archived: [SessionID])
+}
+
+public enum TerminationReason: UInt8, Sendable, CaseIterable, CustomStringConvertible {
+    /// Asked for (terminate command).
+    case requested
+    /// A background task was still open after its expiration grace (R24).
+    case backgroundTaskExpired
+    /// Reclaimed under memory pressure.
+    case memoryPressure
+
+    public var name: String {
+        switch self {
+        case .requested: "requested"
+        case .backgroundTaskExpired: "backgroundTaskExpired"
+        case .memoryPressure: "memoryPressure"
+        }
+    }
+    public var description: String { name }
+}
+
+/// One delivered callback or state change.
+public struct LifecycleEvent: Sendable, Equatable, CustomStringConvertible {
+    /// Strictly increasing across the daemon's whole life, restarts included.
+    public var seq: UInt64
+    public var time: Timestamp
+    public var name: EventName
+    public var app: AppID
+    /// The session concerned, where one applies.
+    public var session: SessionID?
+    /// The scene instance of that session (R2), 0 when no scene applies.
+    public var sceneInstance: UInt32
+    /// The state after this event.
+    public var state: EventState
+    /// The app's derived state after this event (R18).
+    public var appState: ApplicationState
+    public var cause: EventCause
+    public var detail: EventDetail
+
+    public init(seq: UInt64, time: Timestamp, name: EventName, app: AppID, session: SessionID?,
+                sceneInstance: UInt32, state: EventState, appState: ApplicationState, cause: EventCause,
+                detail: EventDetail) {
+        self.seq = seq
+        self.time = time
+        self.name = name
+        self.app = app
+        self.session = session
+        self.sceneInstance = sceneInstance
+        self.state = state
+        self.appState = appState
+        self.cause = cause
+        self.detail = detail
+    }
+
+    /// Every session this event concerns: its own, the discarded set, the sessions archived by a
+    /// termination.
+    public var sessionsConcerned: [SessionID] {
+        var out: [SessionID] = []
+        if let s = session { out.append(s) }
+        switch detail {
+        case .discarded(let ids): out.append(contentsOf: ids.filter { $0 != session })
+        case .terminated(_, let ids): out.append(contentsOf: ids.filter { $0 != session })
+        default: break
+        }
+        return out
+    }
+
+    public func concerns(_ id: SessionID) -> Bool {
+        if session == id { return true }
+        switch detail {
+        case .discarded(let ids), .terminated(_, let ids): return ids.contains(id)
+        default: return false
+        }
+    }
+
+    public var description: String {
+        var s = "#\(seq) \(name) \(app)"
+        if let session { s += " \(session)" }
+        s += " -> \(state)"
+        return s
+    }
+}

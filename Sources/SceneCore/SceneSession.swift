@@ -1,0 +1,58 @@
+/// A scene session (`UISceneSession`): outlives its scenes, and persists across app and daemon
+/// restarts until it is discarded.
+public struct SceneSession: Sendable, Equatable {
+    public let id: SessionID
+    public let app: AppID
+    public let role: SessionRole
+    public let configurationName: String
+    public var userInfo: UserInfo
+    public var restoration: RestorationData?
+    /// Bytes this session's scene holds while connected; what a disconnect frees.
+    public var footprint: UInt64
+
+    public var condition: SessionCondition
+    /// The connected scene's activation state; `unattached` while archived.
+    public var sceneState: SceneActivationState
+    /// How many scene instances this session has had; a reconnection makes a new one (R2).
+    public var sceneInstance: UInt32
+
+    public let createdAt: Timestamp
+    /// Last time the scene was foregroundActive (or created, if never).
+    public var lastActiveAt: Timestamp
+    /// When the scene last entered the background; reclaim ages scenes from here.
+    public var backgroundSince: Timestamp
+    /// How many times the scene became active; reclaim weighs frequency of use.
+    public var activations: UInt32
+    /// How many times the session was reconnected from archived.
+    public var restores: UInt32
+    /// Declared cost of restoring this session, in milliseconds (0 = unknown).
+    public var restoreCostMs: UInt32
+    /// Protected sessions are reclaimed only as a last resort (reclaim-policy.md §3.1, T3).
+    public var isProtected: Bool
+
+    public init(id: SessionID, app: AppID, role: SessionRole, configurationName: String,
+                userInfo: UserInfo, restoration: RestorationData?, footprint: UInt64,
+                condition: SessionCondition, sceneState: SceneActivationState, sceneInstance: UInt32,
+                createdAt: Timestamp, lastActiveAt: Timestamp, backgroundSince: Timestamp,
+                activations: UInt32, restores: UInt32, restoreCostMs: UInt32, isProtected: Bool) {
+        self.id = id
+        self.app = app
+        self.role = role
+        self.configurationName = configurationName
+        self.userInfo = userInfo
+        self.restoration = restoration
+        self.footprint = footprint
+        self.condition = condition
+        self.sceneState = sceneState
+        self.sceneInstance = sceneInstance
+        self.createdAt = createdAt
+        self.lastActiveAt = lastActiveAt
+        self.backgroundSince = backgroundSince
+        self.activations = activations
+        self.restores = restores
+        self.restoreCostMs = restoreCostMs
+        self.isProtected = isProtected
+    }
+
+    public var isConnected: Bool { condition == .live }
+}

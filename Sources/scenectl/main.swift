@@ -1,0 +1,1 @@
+print("scenectl: not yet")
