@@ -168,6 +168,12 @@ extension LifecycleEngine {
         }
         sessions[id] = nil
         apps[appID]!.sessions.remove(id)
+        // A task begun for this session keeps its app running, but must not name a discarded
+        // session in a later backgroundTaskWillExpire (R15).
+        for token in apps[appID]!.tasks where tasks[token]!.session == id {
+            tasks[token]!.session = nil
+            effects.append(.taskChanged(token))
+        }
         refreshActivity(appID, effects: &effects)
         effects.append(.sessionRemoved(id))
         effects.append(.appChanged(appID))
@@ -187,6 +193,7 @@ extension LifecycleEngine {
     mutating func becomeActive(_ id: SessionID, cause: EventCause, effects: inout [Effect]) {
         setSceneState(id, .foregroundActive)
         sessions[id]!.activations &+= 1
+        sessions[id]!.activationScore = sessions[id]!.activationScore(at: clock) + 1
         sessions[id]!.lastActiveAt = clock
         let s = sessions[id]!
         emit(.didBecomeActive, app: s.app, session: id, sceneInstance: s.sceneInstance,
@@ -196,6 +203,8 @@ extension LifecycleEngine {
     /// S6: foregroundActive → foregroundInactive.
     mutating func resignActive(_ id: SessionID, cause: EventCause, effects: inout [Effect]) {
         setSceneState(id, .foregroundInactive)
+        // The score is kept "as of lastActiveAt": decay it to the new reference time.
+        sessions[id]!.activationScore = sessions[id]!.activationScore(at: clock)
         sessions[id]!.lastActiveAt = clock
         let s = sessions[id]!
         emit(.willResignActive, app: s.app, session: id, sceneInstance: s.sceneInstance,
@@ -215,8 +224,14 @@ extension LifecycleEngine {
     /// undocumented (U7); we send didEnterBackground, as an app-based app launched into the
     /// background receives applicationDidEnterBackground (§2.13), so that every state change has
     /// its callback.
+    /// The app then gets the whole suspension delay to handle it, as after any didEnterBackground
+    /// (§2.2: suspended "shortly after" the callback returns) and as a resumed app does: an app
+    /// already idle in the background restarts its suspension clock (its task budget still runs
+    /// from when the app entered the background).
     mutating func enterBackgroundFromUnattached(_ id: SessionID, cause: EventCause, effects: inout [Effect]) {
         enterBackground(id, cause: cause, effects: &effects)
+        let app = sessions[id]!.app
+        if apps[app]!.idleSince != nil { apps[app]!.idleSince = nil }
     }
 
     func refusal(_ command: String, _ session: SceneSession, _ reason: String) -> LifecycleError {

@@ -65,7 +65,8 @@ public struct LifecycleEngine: Sendable {
                              condition: s.condition, sceneState: s.condition == .live ? s.sceneState : .unattached,
                              sceneInstance: s.sceneInstance, createdAt: s.createdAt, lastActiveAt: s.lastActiveAt,
                              backgroundSince: s.backgroundSince, activations: s.activations, restores: s.restores,
-                             restoreCostMs: s.restoreCostMs, isProtected: s.isProtected)
+                             restoreCostMs: s.restoreCostMs, isProtected: s.isProtected,
+                             activationScore: s.activationScore)
             sessions[s.id] = s
             apps[s.app]!.sessions.insert(s.id)
             if s.condition == .live { adjustCount(app: s.app, state: s.sceneState, by: 1) }
@@ -80,9 +81,15 @@ public struct LifecycleEngine: Sendable {
         for id in apps.keys.sorted() { schedule(id) }
     }
 
-    /// Everything needed to rebuild the engine.
+    /// Everything needed to rebuild the engine. The wake-up queue is not state (it is rebuilt
+    /// from the deadlines on restore), so each record's queue hint is left out: engines in the
+    /// same state have equal snapshots whatever their queue history.
     public var snapshot: EngineSnapshot {
-        EngineSnapshot(apps: apps.values.sorted { $0.id < $1.id },
+        EngineSnapshot(apps: apps.values.map { app in
+                           var stored = app
+                           stored.scheduledWake = nil
+                           return stored
+                       }.sorted { $0.id < $1.id },
                        sessions: sessions.values.sorted { $0.id < $1.id },
                        tasks: tasks.values.sorted { $0.token < $1.token },
                        clock: clock, nextSequence: nextSequence,

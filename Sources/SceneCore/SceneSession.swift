@@ -21,8 +21,11 @@ public struct SceneSession: Sendable, Equatable {
     public var lastActiveAt: Timestamp
     /// When the scene last entered the background; reclaim ages scenes from here.
     public var backgroundSince: Timestamp
-    /// How many times the scene became active; reclaim weighs frequency of use.
+    /// How many times the scene became active.
     public var activations: UInt32
+    /// Activations counted with exponential decay (half-life `SceneSession.activationHalfLife`),
+    /// as of `lastActiveAt`: how much the session is used lately. Reclaim weighs it.
+    public var activationScore: Double
     /// How many times the session was reconnected from archived.
     public var restores: UInt32
     /// Declared cost of restoring this session, in milliseconds (0 = unknown).
@@ -34,7 +37,8 @@ public struct SceneSession: Sendable, Equatable {
                 userInfo: UserInfo, restoration: RestorationData?, footprint: UInt64,
                 condition: SessionCondition, sceneState: SceneActivationState, sceneInstance: UInt32,
                 createdAt: Timestamp, lastActiveAt: Timestamp, backgroundSince: Timestamp,
-                activations: UInt32, restores: UInt32, restoreCostMs: UInt32, isProtected: Bool) {
+                activations: UInt32, restores: UInt32, restoreCostMs: UInt32, isProtected: Bool,
+                activationScore: Double = 0) {
         self.id = id
         self.app = app
         self.role = role
@@ -49,10 +53,37 @@ public struct SceneSession: Sendable, Equatable {
         self.lastActiveAt = lastActiveAt
         self.backgroundSince = backgroundSince
         self.activations = activations
+        self.activationScore = activationScore
         self.restores = restores
         self.restoreCostMs = restoreCostMs
         self.isProtected = isProtected
     }
 
     public var isConnected: Bool { condition == .live }
+
+    public static let activationHalfLife = TimeSpan.seconds(30 * 60)
+
+    /// `activationScore` decayed from `lastActiveAt` to `now`.
+    public func activationScore(at now: Timestamp) -> Double {
+        let elapsed = now.microseconds - lastActiveAt.microseconds
+        guard elapsed > 0 else { return activationScore }
+        return activationScore * Self.decay(elapsed)
+    }
+
+    /// 2^(-elapsed / half-life), without Foundation's pow: exp2 of the integer part by shifting
+    /// and a short series for the fraction.
+    static func decay(_ elapsedMicroseconds: Int64) -> Double {
+        let halves = Double(elapsedMicroseconds) / Double(activationHalfLife.microseconds)
+        if halves > 60 { return 0 }
+        let whole = Int(halves)
+        let fraction = halves - Double(whole)
+        // 2^-x = e^(-x ln 2); the series converges fast for 0 ≤ x < 1.
+        let y = -fraction * 0.6931471805599453
+        var term = 1.0, sum = 1.0
+        for k in 1...12 {
+            term *= y / Double(k)
+            sum += term
+        }
+        return sum / Double(UInt64(1) << UInt64(whole))
+    }
 }

@@ -1,1 +1,4 @@
-print("scened: not yet")
+import Glibc
+import SceneDaemon
+
+exit(DaemonMain.run(Array(CommandLine.arguments.dropFirst())))

@@ -1,0 +1,121 @@
+import Glibc
+import SceneCore
+import SceneStore
+import SystemdKit
+import Varlink
+
+/// Start-up: options, configuration, store, socket, loop. Every failure is reported on stderr
+/// and to systemd (STATUS= and ERRNO=) before a non-zero exit.
+public enum DaemonMain {
+    public static func run(_ arguments: [String]) -> Int32 {
+        // Before any thread exists, so that every thread inherits the mask and the signals are
+        // only ever seen by sd-event's signalfd.
+        EventLoop.blockSignals([SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2])
+        signal(SIGPIPE, SIG_IGN)
+
+        let options: DaemonOptions
+        do {
+            options = try DaemonOptions.parse(arguments)
+        } catch {
+            printError("scened: \(error)\nTry 'scened --help'.")
+            return 2
+        }
+        if options.help { printOut(DaemonOptions.usage); return 0 }
+        if options.version { printOut("scened \(Daemon.version)"); return 0 }
+
+        var loader = ConfigLoader()
+        loader.root = options.configRoot
+        loader.explicitFile = options.configFile
+        let config: ConfigLoader.Result
+        do {
+            config = try loader.load()
+        } catch {
+            if options.checkConfig { printError("\(error)"); return 1 }
+            return fail("configuration: \(error)", errno: EINVAL)
+        }
+        for warning in config.warnings { Diagnostics.warning(warning) }
+        if options.checkConfig {
+            let files = config.files.isEmpty ? "no configuration files; defaults apply" : config.files.joined(separator: ", ")
+            printOut("configuration valid (\(files))")
+            return 0
+        }
+        if options.dumpConfig {
+            printOut("# Files: " + (config.files.isEmpty ? "(none; defaults)" : config.files.joined(separator: " ")))
+            printOut(ConfigLoader.dump(config.settings))
+            return 0
+        }
+        var settings = config.settings
+        if let socket = options.socketPath { settings.socketPath = socket }
+
+        // Store.
+        let stateDirectory = options.stateDirectory ?? DaemonPaths.defaultStateDirectory()
+        let dirError = DaemonPaths.makeDirectories(stateDirectory, mode: 0o700)
+        if dirError != 0 {
+            return fail("cannot create state directory \(stateDirectory): \(String(cString: strerror(dirError)))", errno: dirError)
+        }
+        let store: SceneStore
+        let engine: LifecycleEngine
+        do {
+            store = try SceneStore(path: stateDirectory + "/" + DaemonPaths.databaseName,
+                                   durability: settings.durability, eventLogCapacity: settings.eventLogSize)
+            let snapshot = try store.load()
+            engine = try LifecycleEngine(configuration: settings.engineConfiguration, restoring: snapshot)
+        } catch let error as StoreError {
+            return fail("\(error)", errno: EIO)
+        } catch {
+            return fail("restoring state from \(stateDirectory)/\(DaemonPaths.databaseName): \(error)", errno: EIO)
+        }
+
+        // Socket: inherited from systemd, or our own.
+        let listenFD: Int32
+        let socketPath: String
+        let ownsSocket: Bool
+        let inherited = ServiceManager.listenFDs(unsetEnvironment: true)
+        if let first = inherited.first {
+            guard inherited.count == 1, ServiceManager.isUnixStreamListener(first.fd) else {
+                return fail("expected exactly one listening AF_UNIX stream socket from socket activation, got \(inherited.count)", errno: EBADF)
+            }
+            listenFD = first.fd
+            socketPath = UnixSocket.boundPath(first.fd) ?? "(socket-activated)"
+            ownsSocket = false
+        } else {
+            socketPath = settings.socketPath ?? DaemonPaths.defaultSocket()
+            do {
+                listenFD = try UnixSocket.listen(path: socketPath, mode: 0o660)
+            } catch {
+                return fail("cannot listen on \(socketPath): \(error)", errno: error.errno)
+            }
+            ownsSocket = true
+        }
+
+        do {
+            let loop = try EventLoop()
+            let manager = Manager(engine: engine, clock: DaemonClock(), store: store)
+            let daemon = try Daemon(options: options, settings: settings, loop: loop, manager: manager,
+                                    listenFD: listenFD, socketPath: socketPath, ownsSocket: ownsSocket)
+            try daemon.start()
+            let code = try daemon.run()
+            return code
+        } catch {
+            if ownsSocket { unlink(socketPath) }
+            return fail("\(error)", errno: EIO)
+        }
+    }
+
+    /// Start-up failure: tell systemd why (STATUS=, ERRNO=) and the operator (stderr).
+    static func fail(_ message: String, errno code: Int32) -> Int32 {
+        Diagnostics.error(message)
+        _ = ServiceManager.notify("STATUS=Failed: \(message)\nERRNO=\(code)")
+        return 1
+    }
+
+    static func printOut(_ text: String) {
+        var line = text.hasSuffix("\n") ? text : text + "\n"
+        line.withUTF8 { _ = write(1, $0.baseAddress, $0.count) }
+    }
+
+    static func printError(_ text: String) {
+        var line = text.hasSuffix("\n") ? text : text + "\n"
+        line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+    }
+}

@@ -1,0 +1,277 @@
+/// The daemon's Varlink interface, served by org.varlink.service.GetInterfaceDescription and
+/// enforced for every call (unknown, missing or mistyped parameters → InvalidParameter).
+enum ManagerInterface {
+    static let name = "io.scened.Manager"
+
+    static let text = """
+# scened manages scene sessions with the semantics of UIKit's scene life cycle.
+#
+# Apps are named by reverse-DNS identifiers (com.example.mail). A session (UISceneSession) is
+# named s<number> (s42) and is never reused. A session is live (a scene is connected),
+# archived (its scene was released; session and state-restoration data kept) or discarded
+# (gone for ever). Every change is answered only once it is committed to storage, and is
+# described by the ordered list of events (callbacks and state changes) it caused.
+interface io.scened.Manager
+
+# The scene's activation state (UIScene.ActivationState).
+type SceneState (unattached, foregroundInactive, foregroundActive, background)
+
+# The app's state derived from its connected scenes (UIApplication.State, rule R18).
+type ApplicationState (active, inactive, background)
+
+# The app's process state; a suspended process runs no code.
+type ProcessState (notRunning, running, suspended)
+
+# live: a scene is connected; archived: scene released, session kept.
+type SessionCondition (live, archived)
+
+# UISceneSession.Role.
+type SessionRole (
+  windowApplication,
+  windowExternalDisplayNonInteractive,
+  carTemplateApplication,
+  volumetricApplication,
+  immersiveSpaceApplication
+)
+
+# The callbacks and state-only events, in the public vocabulary.
+type EventName (
+  didFinishLaunching,
+  configurationForConnecting,
+  willConnectTo,
+  willEnterForeground,
+  didBecomeActive,
+  willResignActive,
+  didEnterBackground,
+  didDisconnect,
+  didDiscardSceneSessions,
+  didReceiveMemoryWarning,
+  willTerminate,
+  backgroundTaskWillExpire,
+  suspended,
+  resumed,
+  terminated
+)
+
+# State-restoration data: exactly one of a JSON value or base64-encoded opaque bytes.
+type RestorationData (
+  # Any JSON value.
+  json: ?object,
+  # Opaque bytes, base64 (RFC 4648) encoded.
+  base64: ?string
+)
+
+# A scene session.
+type Session (
+  # s<number>; never reused.
+  id: string,
+  app: string,
+  role: SessionRole,
+  configuration: string,
+  condition: SessionCondition,
+  # unattached while archived.
+  state: SceneState,
+  userInfo: object,
+  restoration: ?RestorationData,
+  # Bytes the connected scene holds; what a disconnect frees.
+  footprint: int,
+  # Protected sessions are reclaimed only as a last resort.
+  protected: bool,
+  # Declared cost of restoring the session, milliseconds (0: unknown).
+  restoreCostMs: int,
+  # Scene instances so far; a reconnection creates a new one.
+  sceneInstance: int,
+  # Times in microseconds since the Unix epoch.
+  createdAt: int,
+  lastActiveAt: int,
+  backgroundSince: int,
+  activations: int,
+  restores: int
+)
+
+# An open background task.
+type BackgroundTask (
+  # t<number>
+  token: string,
+  app: string,
+  session: ?string,
+  name: string,
+  beganAt: int,
+  # When the task expires (backgroundTaskWillExpire); null while the app is in the foreground.
+  expiresAt: ?int,
+  # When backgroundTaskWillExpire was sent, if it was.
+  expirationSentAt: ?int
+)
+
+# An app and its derived state.
+type App (
+  id: string,
+  process: ProcessState,
+  state: ApplicationState,
+  sessions: int,
+  liveSessions: int,
+  foregroundActiveScenes: int,
+  foregroundInactiveScenes: int,
+  backgroundScenes: int,
+  # Sessions discarded while the app was not running, delivered after its next launch.
+  pendingDiscards: []string,
+  tasks: []BackgroundTask,
+  launches: int,
+  launchedAt: ?int,
+  # When the running app will be suspended if nothing changes.
+  suspendsAt: ?int,
+  # Memory the process holds apart from its scenes.
+  baseFootprint: int,
+  # Sum of the footprints of its live sessions.
+  sceneFootprint: int
+)
+
+# What the reclaim policy recorded with an action.
+type ReclaimNote (
+  level: string,
+  usageBefore: int,
+  usageAfter: int,
+  budget: int,
+  score: ?float,
+  reason: string
+)
+
+# One callback or state change.
+type Event (
+  # Strictly increasing, never reused, across restarts.
+  seq: int,
+  # Microseconds since the Unix epoch.
+  time: int,
+  event: EventName,
+  app: string,
+  session: ?string,
+  # The scene instance of the session (reconnections make new ones).
+  scene: ?int,
+  # The state after the event: a SceneState for scene callbacks, a ProcessState otherwise.
+  state: string,
+  appState: ApplicationState,
+  # request, timer, reclaim, cap or restore.
+  cause: string,
+  # didDiscardSceneSessions: the sessions discarded; terminated: the sessions archived.
+  sessions: ?[]string,
+  # willConnectTo: the state-restoration data handed to the new scene.
+  restoration: ?RestorationData,
+  # willConnectTo: true when an existing session reconnects.
+  reconnect: ?bool,
+  # backgroundTaskWillExpire: the task.
+  task: ?string,
+  taskName: ?string,
+  # terminated: requested, backgroundTaskExpired or memoryPressure.
+  reason: ?string,
+  reclaim: ?ReclaimNote
+)
+
+type SessionCounts (live: int, archived: int, total: int)
+
+type Status (
+  version: string,
+  pid: int,
+  # Microseconds since the daemon started.
+  uptime: int,
+  socket: string,
+  apps: int,
+  runningApps: int,
+  suspendedApps: int,
+  sessions: SessionCounts,
+  foregroundActiveScenes: int,
+  backgroundTasks: int,
+  # The sequence number the next event will get.
+  nextSeq: int,
+  connections: int
+)
+
+# Launches an app (didFinishLaunching, then any pending didDiscardSceneSessions).
+method Launch(app: string) -> (events: []Event)
+
+# Terminates an app: willTerminate if it is running and not suspended; its scenes go away with
+# no callback and their sessions stay archived.
+method Terminate(app: string) -> (events: []Event)
+
+# Connects a new session, launching the app first if needed. To the foreground unless
+# background is true.
+method Connect(
+  app: string,
+  role: ?SessionRole,
+  configuration: ?string,
+  userInfo: ?object,
+  footprint: ?int,
+  background: ?bool,
+  protected: ?bool,
+  restoreCostMs: ?int
+) -> (session: Session, events: []Event)
+
+# Brings a session to foregroundActive; an archived session reconnects with a new scene and
+# gets its state-restoration data back.
+method Activate(session: string) -> (session: Session, events: []Event)
+
+# foregroundActive -> foregroundInactive (the app switcher).
+method Deactivate(session: string) -> (session: Session, events: []Event)
+
+# To the background, through foregroundInactive.
+method Background(session: string) -> (session: Session, events: []Event)
+
+# Releases the session's scene and keeps the session (archived).
+method Disconnect(session: string) -> (session: Session, events: []Event)
+
+# Closes the session for ever (didDisconnect if connected, then didDiscardSceneSessions, at once
+# or after the app's next launch).
+method Discard(session: string) -> (events: []Event)
+
+# Saves the session's state-restoration data; null clears it.
+method SaveState(session: string, restoration: ?RestorationData) -> (session: Session)
+
+method SaveUserInfo(session: string, userInfo: object) -> (session: Session)
+
+method SetFootprint(session: string, footprint: int) -> (session: Session)
+
+method SetProtected(session: string, protected: bool) -> (session: Session)
+
+# Memory the app's process holds apart from its scenes.
+method SetAppFootprint(app: string, footprint: int) -> (app: App)
+
+# Begins a background task for a session's app (or for an app).
+method BeginBackgroundTask(session: ?string, app: ?string, name: ?string) -> (task: BackgroundTask, events: []Event)
+
+method EndBackgroundTask(token: string) -> (events: []Event)
+
+# didReceiveMemoryWarning to every running app, or to those listed that are running.
+method MemoryWarning(apps: ?[]string) -> (events: []Event)
+
+# Lists sessions, filtered by app, condition and scene state. With "more", sessions arrive in
+# batches; without it, answers of more than 10000 sessions are refused with
+# org.varlink.service.ExpectedMore.
+method ListSessions(app: ?string, condition: ?SessionCondition, state: ?SceneState) -> (sessions: []Session)
+
+method GetSession(session: string) -> (session: Session)
+
+method ListApps() -> (apps: []App)
+
+method GetApp(app: string) -> (app: App)
+
+method GetStatus() -> (status: Status)
+
+# Streams events (requires "more"): from sequence number since (as far back as the event log
+# reaches) or from now, optionally only one app's or one session's.
+method Monitor(app: ?string, session: ?string, since: ?int) -> (event: Event)
+
+error NoSuchSession (session: string, message: string)
+error SessionDiscarded (session: string, message: string)
+error NoSuchApp (app: string, message: string)
+error NoSuchTask (token: string, message: string)
+# The command does not apply in the current state, which is named.
+error InvalidTransition (command: string, app: string, session: ?string, state: string, reason: string, message: string)
+# A parameter is well-typed but its value is unacceptable.
+error InvalidArgument (parameter: string, reason: string, message: string)
+# The monitor asked for events older than the event log keeps.
+error EventsUnavailable (since: int, oldest: int, message: string)
+# The change could not be committed to storage and was not made.
+error StorageFailure (message: string)
+# The message broke the protocol (size, UTF-8, JSON, missing method); the connection is closed.
+error ProtocolViolation (reason: string, message: string)
+"""
+}

@@ -1,0 +1,468 @@
+import Glibc
+import SceneCore
+import SystemdKit
+import Varlink
+
+/// The io.scened.Manager interface: decodes each call, runs it on the Manager, and writes the
+/// reply into the connection's held replies (released after the commit).
+final class ManagerVarlink {
+    let manager: Manager
+    unowned let listener: VarlinkListener
+    let info: VarlinkServiceInfo
+    let interface: VarlinkInterfaceDefinition
+    let startedAt: UInt64
+    let version: String
+
+    /// ListSessions without `more` answers at most this many sessions.
+    static let maxUnstreamedSessions = 10_000
+    static let sessionsPerBatch = 500
+    static let eventsPerBatch = 256
+
+    enum Method: String {
+        case Launch, Terminate, Connect, Activate, Deactivate, Background, Disconnect, Discard
+        case SaveState, SaveUserInfo, SetFootprint, SetProtected, SetAppFootprint
+        case BeginBackgroundTask, EndBackgroundTask, MemoryWarning
+        case ListSessions, GetSession, ListApps, GetApp, GetStatus, Monitor
+    }
+
+    private let methods: [String: Method]
+
+    init(manager: Manager, listener: VarlinkListener, version: String, startedAt: UInt64) throws {
+        self.manager = manager
+        self.listener = listener
+        self.version = version
+        self.startedAt = startedAt
+        interface = try VarlinkInterfaceDefinition.parse(ManagerInterface.text)
+        info = VarlinkServiceInfo(vendor: "scened", product: "scened", version: version,
+                                  url: "https://github.com/scened/scened",
+                                  interfaces: [VarlinkInterfaceText(name: ManagerInterface.name, text: ManagerInterface.text)])
+        var table: [String: Method] = [:]
+        for m in [Method.Launch, .Terminate, .Connect, .Activate, .Deactivate, .Background, .Disconnect, .Discard,
+                  .SaveState, .SaveUserInfo, .SetFootprint, .SetProtected, .SetAppFootprint,
+                  .BeginBackgroundTask, .EndBackgroundTask, .MemoryWarning,
+                  .ListSessions, .GetSession, .ListApps, .GetApp, .GetStatus, .Monitor] {
+            table[ManagerInterface.name + "." + m.rawValue] = m
+        }
+        methods = table
+    }
+
+    // MARK: - Dispatch
+
+    func handle(_ call: VarlinkCall, on conn: ClientConnection) {
+        if let answer = info.handleServiceCall(call) {
+            switch answer {
+            case .success(let parameters): replyObject(call, conn, parameters)
+            case .failure(let error): fail(call, conn, error)
+            }
+            return
+        }
+        guard let method = methods[call.method] else {
+            let interfaceName = call.method.split(separator: ".").dropLast().joined(separator: ".")
+            fail(call, conn, interfaceName == ManagerInterface.name
+                 ? .methodNotFound(call.method) : .interfaceNotFound(interfaceName))
+            return
+        }
+        let shortName = method.rawValue
+        if let bad = interface.validateParameters(method: shortName, call.parameters) {
+            fail(call, conn, .invalidParameter(bad))
+            return
+        }
+        do {
+            try dispatch(method, call, CallParameters(object: call.parameters), conn)
+        } catch {
+            fail(call, conn, error)
+        }
+    }
+
+    private func dispatch(_ method: Method, _ call: VarlinkCall, _ p: CallParameters,
+                          _ conn: ClientConnection) throws(VarlinkError) {
+        switch method {
+        case .Launch:
+            try runReplyingEvents(.launch(try p.app()), call, conn)
+        case .Terminate:
+            try runReplyingEvents(.terminate(try p.app(), cause: .request), call, conn)
+        case .Connect:
+            var request = ConnectRequest(app: try p.app())
+            if let role = try p.enumValue("role", SessionRole.init(name:)) { request.role = role }
+            if let name = p.string("configuration") { request.configurationName = name }
+            if let info = try p.objectText("userInfo") { request.userInfo = UserInfo(json: info) }
+            if let bytes = try p.count("footprint") { request.footprint = bytes }
+            if let background = p.bool("background") { request.background = background }
+            if let flag = p.bool("protected") { request.isProtected = flag }
+            if let cost = try p.count32("restoreCostMs") { request.restoreCostMs = cost }
+            let (result, events) = try run(.connect(request))
+            guard case .session(let id) = result else { return }
+            replySessionAndEvents(id, events, call, conn)
+        case .Activate:
+            let id = try p.session()
+            let (_, events) = try run(.activate(id))
+            replySessionAndEvents(id, events, call, conn)
+        case .Deactivate:
+            let id = try p.session()
+            let (_, events) = try run(.deactivate(id))
+            replySessionAndEvents(id, events, call, conn)
+        case .Background:
+            let id = try p.session()
+            let (_, events) = try run(.background(id))
+            replySessionAndEvents(id, events, call, conn)
+        case .Disconnect:
+            let id = try p.session()
+            let (_, events) = try run(.disconnect(id, cause: .request))
+            replySessionAndEvents(id, events, call, conn)
+        case .Discard:
+            try runReplyingEvents(.discard(try p.session(), cause: .request), call, conn)
+        case .SaveState:
+            let id = try p.session()
+            _ = try run(.saveState(id, try p.restoration("restoration")))
+            replySession(id, call, conn)
+        case .SaveUserInfo:
+            let id = try p.session()
+            guard let text = try p.objectText("userInfo") else { throw .invalidParameter("userInfo") }
+            _ = try run(.saveUserInfo(id, UserInfo(json: text)))
+            replySession(id, call, conn)
+        case .SetFootprint:
+            let id = try p.session()
+            guard let bytes = try p.count("footprint") else { throw .invalidParameter("footprint") }
+            _ = try run(.setFootprint(id, bytes))
+            replySession(id, call, conn)
+        case .SetProtected:
+            let id = try p.session()
+            guard let flag = p.bool("protected") else { throw .invalidParameter("protected") }
+            _ = try run(.setProtected(id, flag))
+            replySession(id, call, conn)
+        case .SetAppFootprint:
+            let app = try p.app()
+            guard let bytes = try p.count("footprint") else { throw .invalidParameter("footprint") }
+            _ = try run(.setAppFootprint(app, bytes))
+            replyApp(app, call, conn)
+        case .BeginBackgroundTask:
+            let request = BeginTaskRequest(app: try p.optionalApp("app"), session: try p.optionalSession("session"),
+                                           name: p.string("name") ?? "")
+            let (result, events) = try run(.beginTask(request))
+            guard case .task(let token) = result else { return }
+            reply(call, conn) { w in
+                let engine = self.manager.engine
+                if let t = engine.tasks[token] { w.key("task"); w.task(t, engine: engine) }
+                w.events(self.manager.pending.events[events])
+            }
+        case .EndBackgroundTask:
+            try runReplyingEvents(.endTask(try p.task()), call, conn)
+        case .MemoryWarning:
+            var apps: [AppID]?
+            if case .array(let list)? = call.parameters["apps"] {
+                var ids: [AppID] = []
+                for item in list {
+                    guard let text = item.stringValue, let id = AppID(text) else { throw .invalidParameter("apps") }
+                    ids.append(id)
+                }
+                apps = ids
+            }
+            try runReplyingEvents(.memoryWarning(apps: apps, cause: .request), call, conn)
+        case .ListSessions:
+            try listSessions(call, p, conn)
+        case .GetSession:
+            let id = try p.session()
+            guard manager.engine.sessions[id] != nil else { throw Self.error(for: lookupFailure(id)) }
+            replySession(id, call, conn)
+        case .ListApps:
+            let engine = manager.engine
+            reply(call, conn) { w in
+                w.key("apps")
+                w.beginArray()
+                for id in engine.apps.keys.sorted() { w.app(engine.apps[id]!, engine: engine) }
+                w.endArray()
+            }
+        case .GetApp:
+            let app = try p.app()
+            guard manager.engine.apps[app] != nil else { throw Self.error(for: .noSuchApp(app)) }
+            replyApp(app, call, conn)
+        case .GetStatus:
+            reply(call, conn) { w in self.writeStatus(&w) }
+        case .Monitor:
+            try startMonitor(call, p, conn)
+        }
+    }
+
+    // MARK: - Running commands
+
+    private func run(_ command: Command) throws(VarlinkError) -> (CommandResult, Range<Int>) {
+        do {
+            return try manager.execute(command)
+        } catch {
+            throw Self.error(for: error)
+        }
+    }
+
+    private func lookupFailure(_ id: SessionID) -> LifecycleError {
+        manager.engine.wasDiscarded(id) ? .sessionDiscarded(id) : .noSuchSession(id)
+    }
+
+    private func runReplyingEvents(_ command: Command, _ call: VarlinkCall, _ conn: ClientConnection) throws(VarlinkError) {
+        let (_, events) = try run(command)
+        reply(call, conn) { w in w.events(self.manager.pending.events[events]) }
+    }
+
+    // MARK: - Replies
+
+    private func reply(_ call: VarlinkCall, _ conn: ClientConnection, continues: Bool = false,
+                       _ body: (inout JSONWriter) -> Void) {
+        guard !call.oneway else { return }
+        conn.hold { w in
+            w.beginObject()
+            w.key("parameters")
+            w.beginObject()
+            body(&w)
+            w.endObject()
+            if continues { w.key("continues"); w.bool(true) }
+            w.endObject()
+        }
+    }
+
+    private func replyObject(_ call: VarlinkCall, _ conn: ClientConnection, _ parameters: JSONObject) {
+        guard !call.oneway else { return }
+        conn.hold { w in
+            w.beginObject()
+            w.key("parameters")
+            w.value(.object(parameters))
+            w.endObject()
+        }
+    }
+
+    private func fail(_ call: VarlinkCall, _ conn: ClientConnection, _ error: VarlinkError) {
+        guard !call.oneway else { return }
+        conn.holdError(error)
+    }
+
+    private func replySession(_ id: SessionID, _ call: VarlinkCall, _ conn: ClientConnection) {
+        reply(call, conn) { w in
+            if let s = self.manager.engine.sessions[id] { w.key("session"); w.session(s) }
+        }
+    }
+
+    private func replySessionAndEvents(_ id: SessionID, _ events: Range<Int>, _ call: VarlinkCall,
+                                       _ conn: ClientConnection) {
+        reply(call, conn) { w in
+            if let s = self.manager.engine.sessions[id] { w.key("session"); w.session(s) }
+            w.events(self.manager.pending.events[events])
+        }
+    }
+
+    private func replyApp(_ app: AppID, _ call: VarlinkCall, _ conn: ClientConnection) {
+        reply(call, conn) { w in
+            let engine = self.manager.engine
+            if let a = engine.apps[app] { w.key("app"); w.app(a, engine: engine) }
+        }
+    }
+
+    private func writeStatus(_ w: inout JSONWriter) {
+        let engine = manager.engine
+        var running = 0, suspended = 0, tasks = 0
+        for app in engine.apps.values {
+            if app.process == .running { running += 1 }
+            if app.process == .suspended { suspended += 1 }
+            tasks += app.tasks.count
+        }
+        let live = engine.liveSessionCount
+        w.key("status")
+        w.beginObject()
+        w.field("version", version)
+        w.field("pid", Int64(getpid()))
+        w.field("uptime", Clock.monotonic.now() - startedAt)
+        w.field("socket", listener.path)
+        w.field("apps", UInt64(engine.apps.count))
+        w.field("runningApps", UInt64(running))
+        w.field("suspendedApps", UInt64(suspended))
+        w.key("sessions")
+        w.beginObject()
+        w.field("live", UInt64(live))
+        w.field("archived", UInt64(engine.sessions.count - live))
+        w.field("total", UInt64(engine.sessions.count))
+        w.endObject()
+        w.field("foregroundActiveScenes", UInt64(engine.foregroundActiveSceneCount))
+        w.field("backgroundTasks", UInt64(tasks))
+        w.field("nextSeq", engine.nextSequence)
+        w.field("connections", UInt64(listener.connectionCount))
+        w.endObject()
+    }
+
+    // MARK: - Streams
+
+    private func listSessions(_ call: VarlinkCall, _ p: CallParameters, _ conn: ClientConnection) throws(VarlinkError) {
+        let app = try p.optionalApp("app")
+        let condition = try p.enumValue("condition", SessionCondition.init(name:))
+        let state = try p.enumValue("state", SceneActivationState.init(name:))
+        let engine = manager.engine
+        var ids: [SessionID]
+        if let app {
+            ids = Array(engine.apps[app]?.sessions ?? [])
+        } else {
+            ids = Array(engine.sessions.keys)
+        }
+        ids.removeAll { id in
+            let s = engine.sessions[id]!
+            return (condition != nil && s.condition != condition) || (state != nil && s.sceneState != state)
+        }
+        ids.sort()
+        if call.more {
+            conn.stream = .listing(SessionListing(ids: ids, next: 0, condition: condition, state: state))
+            return
+        }
+        guard ids.count <= Self.maxUnstreamedSessions else { throw .expectedMore() }
+        reply(call, conn) { w in
+            w.key("sessions")
+            w.beginArray()
+            for id in ids { w.session(engine.sessions[id]!) }
+            w.endArray()
+        }
+    }
+
+    private func startMonitor(_ call: VarlinkCall, _ p: CallParameters, _ conn: ClientConnection) throws(VarlinkError) {
+        guard call.more else { throw .expectedMore() }
+        let app = try p.optionalApp("app")
+        let session = try p.optionalSession("session")
+        let next = manager.committedNextSequence
+        var stream = MonitorStream(app: app, session: session, backlogNext: nil, liveFrom: next)
+        if p.has("since") {
+            guard let since = try p.count("since") else { throw .invalidParameter("since") }
+            if since < next {
+                if case .failure(let unavailable) = manager.committedEvents(from: since, limit: 1) {
+                    throw Self.error(unavailable)
+                }
+                stream.backlogNext = since
+            } else {
+                stream.liveFrom = since
+            }
+        }
+        // The first reply carries no event: it tells the client the subscription is in place.
+        reply(call, conn, continues: true) { _ in }
+        conn.stream = .monitor(stream)
+    }
+
+    /// Tops up a stream while its client keeps reading.
+    func produce(_ conn: ClientConnection) {
+        switch conn.stream {
+        case .listing(var listing):
+            let engine = manager.engine
+            let end = min(listing.next + Self.sessionsPerBatch, listing.ids.count)
+            let last = end == listing.ids.count
+            send(conn, continues: !last) { w in
+                w.key("sessions")
+                w.beginArray()
+                for id in listing.ids[listing.next..<end] {
+                    // Filters are re-applied: a session may have changed since the listing began.
+                    guard let s = engine.sessions[id] else { continue }
+                    if let c = listing.condition, s.condition != c { continue }
+                    if let st = listing.state, s.sceneState != st { continue }
+                    w.session(s)
+                }
+                w.endArray()
+            }
+            listing.next = end
+            if last {
+                conn.stream = nil
+                listener.processCalls(conn)
+            } else {
+                conn.stream = .listing(listing)
+            }
+        case .monitor(var monitor):
+            guard let from = monitor.backlogNext else { return }
+            switch manager.committedEvents(from: from, limit: Self.eventsPerBatch) {
+            case .success(let events):
+                for e in events where monitor.matches(e) { sendEvent(e, to: conn) }
+                if let last = events.last, last.seq + 1 < manager.committedNextSequence {
+                    monitor.backlogNext = last.seq + 1
+                } else {
+                    monitor.backlogNext = nil
+                    monitor.liveFrom = manager.committedNextSequence
+                }
+            case .failure:
+                monitor.backlogNext = nil
+                monitor.liveFrom = manager.committedNextSequence
+            }
+            conn.stream = .monitor(monitor)
+        case nil:
+            return
+        }
+    }
+
+    /// Live fan-out of committed events to monitors that have caught up.
+    func publish(_ events: [LifecycleEvent]) {
+        guard !events.isEmpty else { return }
+        listener.forEachMonitor { conn, monitor in
+            guard monitor.backlogNext == nil else { return }
+            var sent = false
+            for e in events where e.seq >= monitor.liveFrom && monitor.matches(e) {
+                sendEvent(e, to: conn)
+                sent = true
+            }
+            if sent { listener.sendNow(conn) }
+        }
+    }
+
+    private func sendEvent(_ e: LifecycleEvent, to conn: ClientConnection) {
+        send(conn, continues: true) { w in
+            w.key("event")
+            w.event(e)
+        }
+    }
+
+    /// A streamed message goes straight to the output: what it describes is committed.
+    private func send(_ conn: ClientConnection, continues: Bool, _ body: (inout JSONWriter) -> Void) {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("parameters")
+        w.beginObject()
+        body(&w)
+        w.endObject()
+        if continues { w.key("continues"); w.bool(true) }
+        w.endObject()
+        w.bytes.append(0)
+        conn.wire.enqueue(w.bytes)
+    }
+
+    // MARK: - Errors
+
+    static func error(for error: LifecycleError) -> VarlinkError {
+        let prefix = ManagerInterface.name + "."
+        var p = JSONObject()
+        switch error {
+        case .noSuchApp(let app):
+            p["app"] = .string(app.rawValue)
+            p["message"] = .string(error.description)
+            return VarlinkError(name: prefix + "NoSuchApp", parameters: p)
+        case .noSuchSession(let id):
+            p["session"] = .string(id.description)
+            p["message"] = .string(error.description)
+            return VarlinkError(name: prefix + "NoSuchSession", parameters: p)
+        case .sessionDiscarded(let id):
+            p["session"] = .string(id.description)
+            p["message"] = .string(error.description)
+            return VarlinkError(name: prefix + "SessionDiscarded", parameters: p)
+        case .noSuchTask(let token):
+            p["token"] = .string(token.description)
+            p["message"] = .string(error.description)
+            return VarlinkError(name: prefix + "NoSuchTask", parameters: p)
+        case .invalidTransition(let t):
+            p["command"] = .string(t.command)
+            p["app"] = .string(t.app.rawValue)
+            if let s = t.session { p["session"] = .string(s.description) }
+            p["state"] = .string(t.state)
+            p["reason"] = .string(t.reason)
+            p["message"] = .string(error.description)
+            return VarlinkError(name: prefix + "InvalidTransition", parameters: p)
+        case .invalidArgument(let name, let reason):
+            p["parameter"] = .string(name)
+            p["reason"] = .string(reason)
+            p["message"] = .string(error.description)
+            return VarlinkError(name: prefix + "InvalidArgument", parameters: p)
+        }
+    }
+
+    static func error(_ unavailable: EventsUnavailable) -> VarlinkError {
+        var p = JSONObject()
+        p["since"] = .int(Int64(unavailable.requested))
+        p["oldest"] = .int(Int64(unavailable.oldest))
+        p["message"] = .string("events before \(unavailable.oldest) are no longer kept")
+        return VarlinkError(name: ManagerInterface.name + ".EventsUnavailable", parameters: p)
+    }
+}

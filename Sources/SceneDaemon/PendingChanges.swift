@@ -1,0 +1,47 @@
+import SceneCore
+
+/// What the engine changed since the last commit: the store writes the current value of each
+/// named record, so a record changed many times in one iteration is written once.
+struct PendingChanges {
+    var sessions: Set<SessionID> = []
+    var removedSessions: Set<SessionID> = []
+    var apps: Set<AppID> = []
+    var tasks: Set<TaskToken> = []
+    var removedTasks: Set<TaskToken> = []
+    var events: [LifecycleEvent] = []
+
+    var isEmpty: Bool {
+        sessions.isEmpty && removedSessions.isEmpty && apps.isEmpty && tasks.isEmpty && removedTasks.isEmpty
+            && events.isEmpty
+    }
+
+    mutating func absorb(_ effects: [Effect]) {
+        for effect in effects {
+            switch effect {
+            case .event(let e):
+                events.append(e)
+            case .sessionChanged(let id):
+                sessions.insert(id)
+            case .sessionRemoved(let id):
+                sessions.remove(id)
+                removedSessions.insert(id)
+            case .appChanged(let id):
+                apps.insert(id)
+            case .taskChanged(let token):
+                tasks.insert(token)
+            case .taskRemoved(let token):
+                tasks.remove(token)
+                removedTasks.insert(token)
+            }
+        }
+    }
+
+    mutating func removeAll() {
+        sessions.removeAll(keepingCapacity: true)
+        removedSessions.removeAll(keepingCapacity: true)
+        apps.removeAll(keepingCapacity: true)
+        tasks.removeAll(keepingCapacity: true)
+        removedTasks.removeAll(keepingCapacity: true)
+        events.removeAll(keepingCapacity: true)
+    }
+}

@@ -1,0 +1,268 @@
+import Glibc
+import SceneCore
+import SystemdKit
+import Varlink
+
+/// The socket side: accepts clients, reads and frames their calls, hands each call to the
+/// service, and writes replies once the loop iteration's commit is done. One thread, no locks.
+final class VarlinkListener {
+    let loop: EventLoop
+    let listenFD: Int32
+    let path: String
+    let limits: VarlinkConnection.Limits
+    private var listenSource: IOSource?
+    private(set) var connections: [Int: ClientConnection] = [:]
+    private var nextNumber = 1
+    private var flushQueue: [ClientConnection] = []
+    private var readBuffer = [UInt8](repeating: 0, count: 65536)
+
+    /// Set by the daemon: handles one call (writes its reply into the connection's held replies).
+    var handleCall: ((VarlinkCall, ClientConnection) -> Void)?
+    /// Set by the daemon: asks for the end-of-iteration commit and flush.
+    var requestFlush: (() -> Void)?
+    /// Produces the next part of a streaming reply; returns false when the stream has ended.
+    var produceStream: ((ClientConnection) -> Void)?
+
+    /// Stop processing a client's calls while this much is waiting to be written to it.
+    static let outputHighWater = 1 << 20
+    /// Bytes read from one client per wake-up, so that one busy client can't starve the rest.
+    static let readBudget = 256 * 1024
+    static let protocolViolationError = "io.scened.Manager.ProtocolViolation"
+
+    init(loop: EventLoop, listenFD: Int32, path: String, limits: VarlinkConnection.Limits = .init()) {
+        self.loop = loop
+        self.listenFD = listenFD
+        self.path = path
+        self.limits = limits
+    }
+
+    func start() throws {
+        let me = Unmanaged.passUnretained(self)
+        listenSource = try loop.addIO(fd: listenFD, events: .readable) { _ in
+            me.takeUnretainedValue().acceptPending()
+        }
+    }
+
+    var connectionCount: Int { connections.count }
+
+    // MARK: - Accept and read
+
+    private func acceptPending() {
+        while true {
+            let fd: Int32
+            do {
+                guard let accepted = try UnixSocket.accept(listenFD) else { return }
+                fd = accepted
+            } catch {
+                // EMFILE and friends: stop accepting for now rather than spin; the listening
+                // socket stays readable and is retried on the next wake-up.
+                Diagnostics.error("accept on \(path): \(error)")
+                return
+            }
+            let conn = ClientConnection(number: nextNumber, fd: fd, limits: limits)
+            nextNumber += 1
+            do {
+                let me = Unmanaged.passUnretained(self)
+                let c = Unmanaged.passUnretained(conn)
+                conn.source = try loop.addIO(fd: fd, events: .readable) { events in
+                    me.takeUnretainedValue().onEvents(c.takeUnretainedValue(), events)
+                }
+                connections[conn.number] = conn
+            } catch {
+                Diagnostics.error("cannot watch client socket: \(error)")
+                close(fd)
+            }
+        }
+    }
+
+    private func onEvents(_ conn: ClientConnection, _ events: IOEvents) {
+        if conn.isClosed { return }
+        if events.contains(.writable) {
+            writeOutput(conn)
+            if conn.isClosed { return }
+            resumeIfDrained(conn)
+        }
+        if events.contains(.readable) || events.contains(.hangup) || events.contains(.error) {
+            readInput(conn)
+        }
+    }
+
+    private func readInput(_ conn: ClientConnection) {
+        var total = 0
+        while total < Self.readBudget {
+            let n = readBuffer.withUnsafeMutableBytes { read(conn.fd, $0.baseAddress, $0.count) }
+            if n > 0 {
+                total += n
+                readBuffer.withUnsafeBytes { conn.wire.receive(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+                if n < readBuffer.count { break }
+            } else if n == 0 {
+                // Orderly shutdown by the peer. Calls already received are still answered if
+                // the peer only half-closed; a full close makes the writes fail and we drop it.
+                processCalls(conn)
+                if conn.heldReplies == 0 && !conn.wire.hasPendingOutput { closeConnection(conn) } else { conn.closeAfterFlush = true }
+                return
+            } else {
+                let e = errno
+                if e == EAGAIN || e == EWOULDBLOCK { break }
+                if e == EINTR { continue }
+                closeConnection(conn)
+                return
+            }
+        }
+        processCalls(conn)
+    }
+
+    /// Handles every complete call in the input, in order, until the connection becomes busy
+    /// (a stream), backed up, or broken.
+    func processCalls(_ conn: ClientConnection) {
+        var handled = false
+        while !conn.isClosed && conn.stream == nil && !conn.closeAfterFlush {
+            if conn.heldBytes + conn.wire.pendingOutputCount >= Self.outputHighWater {
+                pauseReading(conn)
+                break
+            }
+            switch conn.wire.nextCall() {
+            case .needMoreData:
+                resumeReading(conn)
+                if handled { scheduleFlush(conn) }
+                return
+            case .violation(let violation):
+                // The connection is beyond repair; say why, then close it.
+                conn.holdRaw(violation.errorReply(errorName: Self.protocolViolationError))
+                conn.closeAfterFlush = true
+                handled = true
+            case .call(let call):
+                handleCall?(call, conn)
+                handled = true
+            }
+        }
+        if conn.stream != nil || conn.closeAfterFlush { pauseReading(conn) }
+        if handled || conn.stream != nil { scheduleFlush(conn) }
+    }
+
+    private func pauseReading(_ conn: ClientConnection) {
+        guard !conn.readingPaused, !conn.isClosed else { return }
+        conn.readingPaused = true
+        updateInterest(conn)
+    }
+
+    private func resumeReading(_ conn: ClientConnection) {
+        guard conn.readingPaused, !conn.isClosed, !conn.closeAfterFlush else { return }
+        conn.readingPaused = false
+        updateInterest(conn)
+    }
+
+    private func updateInterest(_ conn: ClientConnection) {
+        var events: IOEvents = []
+        if !conn.readingPaused { events.insert(.readable) }
+        if conn.wire.hasPendingOutput { events.insert(.writable) }
+        try? conn.source?.setEvents(events)
+    }
+
+    // MARK: - Flush (after the commit)
+
+    func scheduleFlush(_ conn: ClientConnection) {
+        if !conn.needsFlush {
+            conn.needsFlush = true
+            flushQueue.append(conn)
+        }
+        requestFlush?()
+    }
+
+    /// Releases held replies (or turns them into `failure` when the commit failed), tops up
+    /// streams, and writes what the sockets take.
+    func flush(failure: VarlinkError?) {
+        let queue = flushQueue
+        flushQueue.removeAll(keepingCapacity: true)
+        for conn in queue {
+            conn.needsFlush = false
+            if conn.isClosed { continue }
+            if let failure { conn.failHeld(with: failure) } else { conn.releaseHeld() }
+            if conn.stream != nil { produceStream?(conn) }
+            writeOutput(conn)
+            if conn.isClosed { continue }
+            resumeIfDrained(conn)
+        }
+    }
+
+    /// Appends a streamed message directly to the output (its content is already committed).
+    func sendNow(_ conn: ClientConnection) {
+        scheduleFlush(conn)
+    }
+
+    private func writeOutput(_ conn: ClientConnection) {
+        while conn.wire.hasPendingOutput {
+            let n = conn.wire.withPendingOutput { buf in
+                Glibc.send(conn.fd, buf.baseAddress, buf.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+            }
+            if n > 0 {
+                conn.wire.consumedOutput(n)
+            } else {
+                let e = errno
+                if n < 0 && e == EINTR { continue }
+                if n < 0 && (e == EAGAIN || e == EWOULDBLOCK) { break }
+                closeConnection(conn)
+                return
+            }
+        }
+        if conn.wire.isOverflowing {
+            // A client that does not read (typically a monitor) is dropped rather than allowed
+            // to grow the daemon's memory without bound.
+            Diagnostics.warning("dropping client \(conn.number): \(conn.wire.pendingOutputCount) bytes unread")
+            closeConnection(conn)
+            return
+        }
+        if conn.closeAfterFlush && !conn.wire.hasPendingOutput && conn.heldReplies == 0 {
+            closeConnection(conn)
+            return
+        }
+        updateInterest(conn)
+    }
+
+    /// Once output has drained, a stream gets more to send and a paused client is read again.
+    private func resumeIfDrained(_ conn: ClientConnection) {
+        let backlog = conn.wire.pendingOutputCount
+        if conn.stream != nil && backlog < Self.outputHighWater / 4 {
+            produceStream?(conn)
+            if conn.wire.hasPendingOutput { writeOutput(conn) }
+            return
+        }
+        if conn.stream == nil && conn.readingPaused && !conn.closeAfterFlush && backlog < Self.outputHighWater / 4 {
+            resumeReading(conn)
+            processCalls(conn)
+        }
+    }
+
+    func closeConnection(_ conn: ClientConnection) {
+        guard !conn.isClosed else { return }
+        conn.isClosed = true
+        conn.stream = nil
+        conn.source?.cancel()
+        conn.source = nil
+        close(conn.fd)
+        connections[conn.number] = nil
+    }
+
+    /// Every live monitor, for event fan-out.
+    func forEachMonitor(_ body: (ClientConnection, MonitorStream) -> Void) {
+        for conn in connections.values {
+            if case .monitor(let m) = conn.stream, !conn.isClosed { body(conn, m) }
+        }
+    }
+
+    func closeAll() {
+        for conn in Array(connections.values) { closeConnection(conn) }
+        listenSource?.cancel()
+        listenSource = nil
+    }
+}
+
+extension ClientConnection {
+    /// A message already framed by the Varlink layer (error replies for protocol violations).
+    func holdRaw(_ bytes: [UInt8]) {
+        hold { w in
+            // The violation reply comes framed with its NUL; the writer adds one itself.
+            w.bytes.append(contentsOf: bytes.last == 0 ? bytes.dropLast() : bytes[...])
+        }
+    }
+}

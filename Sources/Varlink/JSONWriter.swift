@@ -1,0 +1,207 @@
+/// Streaming JSON writer for hot paths: appends UTF-8 straight into `bytes` and inserts
+/// commas itself. The caller is responsible for balanced begin/end calls and for calling
+/// `key(_:)` before each value inside an object.
+public struct JSONWriter: Sendable {
+    public var bytes: [UInt8]
+    /// Whether the next key or value must be preceded by a comma.
+    private var needsComma = false
+
+    public init(reservingCapacity capacity: Int = 256) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    public mutating func beginObject() {
+        separate()
+        bytes.append(UInt8(ascii: "{"))
+        needsComma = false
+    }
+
+    public mutating func endObject() {
+        bytes.append(UInt8(ascii: "}"))
+        needsComma = true
+    }
+
+    public mutating func beginArray() {
+        separate()
+        bytes.append(UInt8(ascii: "["))
+        needsComma = false
+    }
+
+    public mutating func endArray() {
+        bytes.append(UInt8(ascii: "]"))
+        needsComma = true
+    }
+
+    public mutating func key(_ key: String) {
+        separate()
+        appendQuoted(key)
+        bytes.append(UInt8(ascii: ":"))
+        needsComma = false
+    }
+
+    public mutating func string(_ value: String) {
+        separate()
+        appendQuoted(value)
+        needsComma = true
+    }
+
+    public mutating func int(_ value: Int64) {
+        separate()
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        appendDecimal(value.magnitude)
+        needsComma = true
+    }
+
+    public mutating func int(_ value: Int) {
+        int(Int64(value))
+    }
+
+    /// Appends `json`, which the caller guarantees is one complete, valid JSON value (e.g. text
+    /// this library serialized earlier and that was stored as is).
+    public mutating func raw(_ json: String) {
+        separate()
+        bytes.append(contentsOf: json.utf8)
+        needsComma = true
+    }
+
+    public mutating func uint(_ value: UInt64) {
+        separate()
+        appendDecimal(value)
+        needsComma = true
+    }
+
+    /// Writes the shortest text that reads back as the same double. JSON cannot express NaN or
+    /// infinity; they are written as `null` (as JavaScript does) so the output stays valid.
+    public mutating func double(_ value: Double) {
+        guard value.isFinite else {
+            null()
+            return
+        }
+        separate()
+        var text = value.description
+        text.withUTF8 { bytes.append(contentsOf: $0) }
+        needsComma = true
+    }
+
+    public mutating func bool(_ value: Bool) {
+        separate()
+        appendASCII(value ? "true" : "false")
+        needsComma = true
+    }
+
+    public mutating func null() {
+        separate()
+        appendASCII("null")
+        needsComma = true
+    }
+
+    public mutating func value(_ value: JSONValue) {
+        switch value {
+        case .null: null()
+        case .bool(let b): bool(b)
+        case .int(let i): int(i)
+        case .double(let d): double(d)
+        case .string(let s): string(s)
+        case .array(let elements):
+            beginArray()
+            for element in elements { self.value(element) }
+            endArray()
+        case .object(let members):
+            object(members)
+        }
+    }
+
+    public mutating func object(_ object: JSONObject) {
+        beginObject()
+        // Index the storage directly: iterating the sequence would copy (retain) each pair.
+        let members = object.members
+        for i in members.indices {
+            key(members[i].key)
+            value(members[i].value)
+        }
+        endObject()
+    }
+
+    private mutating func appendASCII(_ text: StaticString) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    @inline(__always)
+    private mutating func separate() {
+        if needsComma { bytes.append(UInt8(ascii: ",")) }
+    }
+
+    private mutating func appendDecimal(_ value: UInt64) {
+        if value < 10 {
+            bytes.append(UInt8(ascii: "0") + UInt8(value))
+            return
+        }
+        // 20 digits hold UInt64.max; fill right to left, then copy the used tail once.
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var i = 24
+            var rest = value
+            repeat {
+                i -= 1
+                buffer[i] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            } while rest != 0
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[i...]))
+        }
+    }
+
+    private mutating func appendQuoted(_ string: String) {
+        bytes.append(UInt8(ascii: "\""))
+        // Native strings (small ones included) expose their UTF-8 directly; only a bridged
+        // string would need the copying fallback.
+        if string.utf8.withContiguousStorageIfAvailable({ appendEscaped($0) }) == nil {
+            var copy = string
+            copy.withUTF8 { appendEscaped($0) }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Copies runs of bytes that need no escaping in one go. Swift strings are valid UTF-8, so
+    /// only '"', '\\' and C0 controls need attention; '/' and non-ASCII pass through.
+    private mutating func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
+        var runStart = 0
+        var i = 0
+        while i < utf8.count {
+            let byte = utf8[i]
+            if byte >= 0x20, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") {
+                i += 1
+                continue
+            }
+            if runStart < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i])) }
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                bytes.append(UInt8(ascii: "\\"))
+                bytes.append(byte)
+            default:
+                // Only C0 controls get here, so the high nibble is 0 or 1.
+                let low = byte & 0xF
+                appendASCII("\\u00")
+                bytes.append(UInt8(ascii: "0") + (byte >> 4))
+                bytes.append(low < 10 ? UInt8(ascii: "0") + low : UInt8(ascii: "a") + low - 10)
+            }
+            i += 1
+            runStart = i
+        }
+        if runStart < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...])) }
+    }
+}
+
+extension JSONValue {
+    /// Compact UTF-8 JSON text.
+    public func serialized() -> [UInt8] {
+        var writer = JSONWriter(reservingCapacity: 128)
+        writer.value(self)
+        return writer.bytes
+    }
+
+    /// Compact JSON text.
+    public func serializedString() -> String {
+        String(decoding: serialized(), as: UTF8.self)
+    }
+}
