@@ -11,3 +11,4 @@ extern const char *strerrorname_np(int errnum);
 static inline const char *csd_errno_name(int errnum) {
         return strerrorname_np(errnum);
 }
+#include <sys/vfs.h>

@@ -34,3 +34,14 @@ extension LifecycleEngine {
         return n
     }
 }
+
+extension LifecycleEngine {
+    /// Memory in use by the engine's accounting: each running or suspended app's base footprint
+    /// plus each connected scene's footprint. What simulated pressure measures against the budget.
+    public var residentBytes: UInt64 {
+        var total: UInt64 = 0
+        for app in apps.values where app.process != .notRunning { total &+= app.baseFootprint }
+        for s in sessions.values where s.condition == .live { total &+= s.footprint }
+        return total
+    }
+}

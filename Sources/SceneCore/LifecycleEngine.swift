@@ -5,7 +5,7 @@
 /// not armed by the engine: before each command it fires whatever is due up to `now`, and the
 /// shell asks `nextDeadline` when to wake it for a `.tick`. One owner, no locks, no I/O.
 public struct LifecycleEngine: Sendable {
-    public let configuration: EngineConfiguration
+    public internal(set) var configuration: EngineConfiguration
 
     public internal(set) var apps: [AppID: AppRecord] = [:]
     public internal(set) var sessions: [SessionID: SceneSession] = [:]

@@ -49,6 +49,7 @@ struct ConfigLoader {
     func load() throws(ConfigError) -> Result {
         var settings = DaemonSettings()
         var warnings: [String] = []
+        var origins: [String: (path: String, line: Int)] = [:]
         let list = files()
         if let explicitFile, !fileExists(explicitFile) {
             throw ConfigError(path: explicitFile, line: nil, message: "no such file")
@@ -69,7 +70,15 @@ struct ConfigLoader {
                 if let message = key.apply(&settings, a.value) {
                     throw ConfigError(path: path, line: a.line, message: "\(message) (found \"\(a.value)\")")
                 }
+                origins[key.key] = (path, a.line)
             }
+        }
+        // Settings that are only valid together, reported where the last of them was set.
+        if !settings.watermarks.isValid {
+            let origin = ["CriticalWatermark", "HighWatermark", "LowWatermark"].compactMap { origins[$0] }
+                .max { ($0.path, $0.line) < ($1.path, $1.line) }
+            throw ConfigError(path: origin?.path ?? "configuration", line: origin?.line,
+                              message: "watermarks must satisfy LowWatermark < HighWatermark <= CriticalWatermark")
         }
         return Result(settings: settings, files: list, warnings: warnings)
     }

@@ -74,6 +74,11 @@ enum ConfigValues {
         return parts.joined(separator: " ")
     }
 
+    static func formatPercent(_ fraction: Double) -> String {
+        let tenths = Int((fraction * 1000).rounded())
+        return tenths % 10 == 0 ? "\(tenths / 10)%" : "\(tenths / 10).\(tenths % 10)%"
+    }
+
     static func formatBytes(_ bytes: UInt64) -> String {
         let units: [(String, UInt64)] = [("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)]
         for (name, size) in units where bytes >= size && bytes % size == 0 { return "\(bytes / size)\(name)" }

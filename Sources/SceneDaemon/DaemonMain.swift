@@ -91,7 +91,9 @@ public enum DaemonMain {
         do {
             let loop = try EventLoop()
             let manager = Manager(engine: engine, clock: DaemonClock(), store: store)
-            let daemon = try Daemon(options: options, settings: settings, loop: loop, manager: manager,
+            var effective = config
+            effective.settings = settings
+            let daemon = try Daemon(options: options, config: effective, loader: loader, loop: loop, manager: manager,
                                     listenFD: listenFD, socketPath: socketPath, ownsSocket: ownsSocket)
             try daemon.start()
             let code = try daemon.run()

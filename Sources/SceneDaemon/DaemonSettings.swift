@@ -16,12 +16,50 @@ struct DaemonSettings: Equatable, Sendable {
     // [Store]
     var durability: Durability = .full
     var eventLogSize = 100_000
+    // [Pressure]
+    var pressureSources: [PressureSourceKind] = [.simulated]
+    var memoryBudget: UInt64 = 8 << 30
+    var watermarks = Watermarks()
+    var pressureHold: Int64 = 4_000_000
+    var psiPath = "/proc/pressure/memory"
+    var psiWarningStall: Int64 = 100_000
+    var psiCriticalStall: Int64 = 100_000
+    var psiWindow: Int64 = 1_000_000
+    // [Reclaim]
+    var aging: Int64 = 10_000_000
+    var settle: Int64 = 1_000_000
+    var maxVictimsPerBatch = 32
+    var defaultRestoreCost: Int64 = 500_000
+    var regretWindow: Int64 = 60_000_000
+    var suspendEarly = true
+    var terminateSuspendedAtCritical = true
+    var maxSessions = 0
+    var archivedMaxAge: Int64 = 0
+
+    var reclaimConfiguration: ReclaimConfiguration {
+        ReclaimConfiguration(budget: memoryBudget, watermarks: watermarks, aging: TimeSpan(microseconds: aging),
+                             settle: TimeSpan(microseconds: settle), maxVictimsPerBatch: maxVictimsPerBatch,
+                             defaultRestoreCostMs: UInt32(min(defaultRestoreCost / 1000, Int64(UInt32.max))),
+                             regretWindow: TimeSpan(microseconds: regretWindow), suspendEarly: suspendEarly,
+                             terminateSuspendedAtCritical: terminateSuspendedAtCritical, maxSessions: maxSessions,
+                             archivedMaxAge: TimeSpan(microseconds: archivedMaxAge))
+    }
+
+    var psiSettings: PSISource.Settings {
+        PSISource.Settings(path: psiPath, warningStallUSec: UInt64(psiWarningStall),
+                           criticalStallUSec: UInt64(psiCriticalStall), windowUSec: UInt64(psiWindow))
+    }
 
     var engineConfiguration: EngineConfiguration {
         EngineConfiguration(suspendDelay: TimeSpan(microseconds: suspendDelay),
                             backgroundTaskBudget: TimeSpan(microseconds: backgroundTaskBudget),
                             expirationGrace: TimeSpan(microseconds: expirationGrace))
     }
+}
+
+enum PressureSourceKind: String, CaseIterable, Sendable {
+    case simulated
+    case psi
 }
 
 /// syslog priorities, as journald and systemd's LogLevel= name them.
@@ -79,7 +117,68 @@ struct SettingKey: Sendable {
             s.eventLogSize = n
             return nil
         }, show: { "\($0.eventLogSize)" }),
+        SettingKey(section: "Pressure", key: "Sources", apply: { s, v in
+            var kinds: [PressureSourceKind] = []
+            for word in v.split(separator: " ") where !word.isEmpty {
+                guard let kind = PressureSourceKind(rawValue: String(word)) else {
+                    return "Sources= takes a space-separated list of simulated and psi"
+                }
+                if !kinds.contains(kind) { kinds.append(kind) }
+            }
+            s.pressureSources = kinds
+            return nil
+        }, show: { $0.pressureSources.map(\.rawValue).joined(separator: " ") }),
+        SettingKey(section: "Pressure", key: "MemoryBudget", apply: { s, v in
+            guard let bytes = ConfigValues.bytes(v), bytes > 0 else { return "MemoryBudget= must be a size such as 8G" }
+            s.memoryBudget = bytes
+            return nil
+        }, show: { ConfigValues.formatBytes($0.memoryBudget) }),
+        percentKey("LowWatermark", \.watermarks.low),
+        percentKey("HighWatermark", \.watermarks.high),
+        percentKey("CriticalWatermark", \.watermarks.critical),
+        timeKey("Pressure", "HoldSec", \.pressureHold, minimum: 0),
+        SettingKey(section: "Pressure", key: "PSIPath", apply: { s, v in
+            guard v.hasPrefix("/") else { return "PSIPath= must be an absolute path" }
+            s.psiPath = v
+            return nil
+        }, show: { $0.psiPath }),
+        timeKey("Pressure", "PSIWarningStallSec", \.psiWarningStall, minimum: 1),
+        timeKey("Pressure", "PSICriticalStallSec", \.psiCriticalStall, minimum: 1),
+        timeKey("Pressure", "PSIWindowSec", \.psiWindow, minimum: 1),
+        timeKey("Reclaim", "AgingSec", \.aging, minimum: 0),
+        timeKey("Reclaim", "SettleSec", \.settle, minimum: 0),
+        SettingKey(section: "Reclaim", key: "MaxVictimsPerBatch", apply: { s, v in
+            guard let n = Int(v), n >= 1, n <= 100_000 else { return "MaxVictimsPerBatch= must be 1 to 100000" }
+            s.maxVictimsPerBatch = n
+            return nil
+        }, show: { "\($0.maxVictimsPerBatch)" }),
+        timeKey("Reclaim", "DefaultRestoreCostSec", \.defaultRestoreCost, minimum: 1_000),
+        timeKey("Reclaim", "RegretWindowSec", \.regretWindow, minimum: 0),
+        boolKey("Reclaim", "SuspendEarly", \.suspendEarly),
+        boolKey("Reclaim", "TerminateSuspendedAtCritical", \.terminateSuspendedAtCritical),
+        SettingKey(section: "Reclaim", key: "MaxSessions", apply: { s, v in
+            guard let n = Int(v), n >= 0 else { return "MaxSessions= must be 0 (off) or a positive number" }
+            s.maxSessions = n
+            return nil
+        }, show: { "\($0.maxSessions)" }),
+        timeKey("Reclaim", "ArchivedMaxAgeSec", \.archivedMaxAge, minimum: 0),
     ]
+
+    static func percentKey(_ key: String, _ path: WritableKeyPath<DaemonSettings, Double> & Sendable) -> SettingKey {
+        SettingKey(section: "Pressure", key: key, apply: { s, v in
+            guard let fraction = ConfigValues.percent(v), fraction > 0 else { return "\(key)= must be a percentage such as 90%" }
+            s[keyPath: path] = fraction
+            return nil
+        }, show: { ConfigValues.formatPercent($0[keyPath: path]) })
+    }
+
+    static func boolKey(_ section: String, _ key: String, _ path: WritableKeyPath<DaemonSettings, Bool> & Sendable) -> SettingKey {
+        SettingKey(section: section, key: key, apply: { s, v in
+            guard let b = ConfigValues.bool(v) else { return "\(key)= must be yes or no" }
+            s[keyPath: path] = b
+            return nil
+        }, show: { $0[keyPath: path] ? "yes" : "no" })
+    }
 
     static func timeKey(_ section: String, _ key: String, _ path: WritableKeyPath<DaemonSettings, Int64> & Sendable,
                         minimum: Int64) -> SettingKey {

@@ -48,6 +48,10 @@ final class Manager {
 
     func tick() { advance(to: clock.now()) }
 
+    func reconfigure(engine configuration: EngineConfiguration) {
+        engine.reconfigure(configuration)
+    }
+
     var hasPending: Bool { !pending.isEmpty }
 
     enum CommitOutcome {

@@ -182,7 +182,53 @@ type Status (
   backgroundTasks: int,
   # The sequence number the next event will get.
   nextSeq: int,
-  connections: int
+  connections: int,
+  # normal, warning or critical.
+  pressure: string,
+  # Resident bytes by the daemon's accounting, against the memory budget.
+  usage: int,
+  budget: int,
+  # The last finished pressure episode, if any.
+  lastEpisode: ?PressureEpisode,
+  # The configuration files in force.
+  configFiles: []string
+)
+
+# One pressure source and what it reports.
+type PressureSource (name: string, level: string, detail: string)
+
+# A pressure episode: from leaving normal to returning to it.
+type PressureEpisode (
+  number: int,
+  startedAt: int,
+  endedAt: ?int,
+  peakLevel: string,
+  usageAtStart: int,
+  # When usage was first back at the low watermark.
+  relievedAt: ?int,
+  # Only foreground and protected scenes were left to reclaim.
+  unrelievable: bool,
+  disconnects: int,
+  terminations: int,
+  suspensions: int,
+  bytesFreed: int
+)
+
+# The pressure picture.
+type Pressure (
+  level: string,
+  sources: []PressureSource,
+  usage: int,
+  budget: int,
+  # Watermarks in bytes.
+  lowWatermark: int,
+  highWatermark: int,
+  criticalWatermark: int,
+  # An operator's forced level, and until when (microseconds since the epoch; null: until cleared).
+  override: ?string,
+  overrideUntil: ?int,
+  episode: ?PressureEpisode,
+  lastEpisode: ?PressureEpisode
 )
 
 # Launches an app (didFinishLaunching, then any pending didDiscardSceneSessions).
@@ -255,6 +301,20 @@ method GetApp(app: string) -> (app: App)
 
 method GetStatus() -> (status: Status)
 
+# The pressure level, its sources, usage against the budget, and the current and last episode.
+method GetPressure() -> (pressure: Pressure)
+
+# Forces a pressure level (warning or critical; normal forces nothing), for duration
+# microseconds or until cleared. Reclaim acts on the highest level of all sources.
+method SetPressure(level: string, duration: ?int) -> (pressure: Pressure)
+
+# Removes a forced level.
+method ClearPressure() -> (pressure: Pressure)
+
+# Re-reads the configuration and applies it; answers once done. A configuration with errors is
+# refused (ConfigurationError) and the one in force stays.
+method Reload() -> (configFiles: []string)
+
 # Streams events (requires "more"): from sequence number since (as far back as the event log
 # reaches) or from now, optionally only one app's or one session's.
 method Monitor(app: ?string, session: ?string, since: ?int) -> (event: Event)
@@ -269,6 +329,8 @@ error InvalidTransition (command: string, app: string, session: ?string, state: 
 error InvalidArgument (parameter: string, reason: string, message: string)
 # The monitor asked for events older than the event log keeps.
 error EventsUnavailable (since: int, oldest: int, message: string)
+# The configuration has an error; nothing was changed.
+error ConfigurationError (file: string, line: ?int, message: string)
 # The change could not be committed to storage and was not made.
 error StorageFailure (message: string)
 # The message broke the protocol (size, UTF-8, JSON, missing method); the connection is closed.

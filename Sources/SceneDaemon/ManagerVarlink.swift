@@ -12,6 +12,8 @@ final class ManagerVarlink {
     let interface: VarlinkInterfaceDefinition
     let startedAt: UInt64
     let version: String
+    let testHooks: Bool
+    weak var daemon: Daemon?
 
     /// ListSessions without `more` answers at most this many sessions.
     static let maxUnstreamedSessions = 10_000
@@ -23,24 +25,28 @@ final class ManagerVarlink {
         case SaveState, SaveUserInfo, SetFootprint, SetProtected, SetAppFootprint
         case BeginBackgroundTask, EndBackgroundTask, MemoryWarning
         case ListSessions, GetSession, ListApps, GetApp, GetStatus, Monitor
+        case GetPressure, SetPressure, ClearPressure, Reload
     }
 
     private let methods: [String: Method]
 
-    init(manager: Manager, listener: VarlinkListener, version: String, startedAt: UInt64) throws {
+    init(manager: Manager, listener: VarlinkListener, version: String, startedAt: UInt64, testHooks: Bool = false) throws {
         self.manager = manager
         self.listener = listener
         self.version = version
         self.startedAt = startedAt
+        self.testHooks = testHooks
         interface = try VarlinkInterfaceDefinition.parse(ManagerInterface.text)
+        var interfaces = [VarlinkInterfaceText(name: ManagerInterface.name, text: ManagerInterface.text)]
+        if testHooks { interfaces.append(VarlinkInterfaceText(name: TestingInterface.name, text: TestingInterface.text)) }
         info = VarlinkServiceInfo(vendor: "scened", product: "scened", version: version,
-                                  url: "https://github.com/scened/scened",
-                                  interfaces: [VarlinkInterfaceText(name: ManagerInterface.name, text: ManagerInterface.text)])
+                                  url: "https://github.com/scened/scened", interfaces: interfaces)
         var table: [String: Method] = [:]
         for m in [Method.Launch, .Terminate, .Connect, .Activate, .Deactivate, .Background, .Disconnect, .Discard,
                   .SaveState, .SaveUserInfo, .SetFootprint, .SetProtected, .SetAppFootprint,
                   .BeginBackgroundTask, .EndBackgroundTask, .MemoryWarning,
-                  .ListSessions, .GetSession, .ListApps, .GetApp, .GetStatus, .Monitor] {
+                  .ListSessions, .GetSession, .ListApps, .GetApp, .GetStatus, .Monitor,
+                  .GetPressure, .SetPressure, .ClearPressure, .Reload] {
             table[ManagerInterface.name + "." + m.rawValue] = m
         }
         methods = table
@@ -54,6 +60,14 @@ final class ManagerVarlink {
             case .success(let parameters): replyObject(call, conn, parameters)
             case .failure(let error): fail(call, conn, error)
             }
+            return
+        }
+        if testHooks && call.method == TestingInterface.name + ".Hang" {
+            // Test hook: wedge the loop so that the watchdog must act.
+            let seconds = call.parameters["seconds"]?.intValue ?? 0
+            Diagnostics.warning("test hook: hanging the event loop for \(seconds) s")
+            sleep(UInt32(max(0, min(seconds, 3600))))
+            replyObject(call, conn, JSONObject())
             return
         }
         guard let method = methods[call.method] else {
@@ -180,6 +194,37 @@ final class ManagerVarlink {
             reply(call, conn) { w in self.writeStatus(&w) }
         case .Monitor:
             try startMonitor(call, p, conn)
+        case .GetPressure:
+            reply(call, conn) { w in self.writePressure(&w) }
+        case .SetPressure:
+            guard let level = try p.enumValue("level", PressureLevel.init(name:)) else { throw .invalidParameter("level") }
+            var duration: Int64?
+            if let d = try p.count("duration") {
+                guard d > 0, d <= UInt64(Int64.max / 2) else { throw .invalidParameter("duration") }
+                duration = Int64(d)
+            }
+            daemon?.setPressureOverride(level, duration: duration)
+            reply(call, conn) { w in self.writePressure(&w) }
+        case .ClearPressure:
+            daemon?.setPressureOverride(nil, duration: nil)
+            reply(call, conn) { w in self.writePressure(&w) }
+        case .Reload:
+            guard let daemon else { throw .methodNotImplemented(call.method) }
+            switch daemon.reload() {
+            case .success(let files):
+                reply(call, conn) { w in
+                    w.key("configFiles")
+                    w.beginArray()
+                    for f in files { w.string(f) }
+                    w.endArray()
+                }
+            case .failure(let error):
+                var e = JSONObject()
+                e["file"] = .string(error.path)
+                if let line = error.line { e["line"] = .int(Int64(line)) }
+                e["message"] = .string(error.description)
+                throw VarlinkError(name: ManagerInterface.name + ".ConfigurationError", parameters: e)
+            }
         }
     }
 
@@ -282,6 +327,64 @@ final class ManagerVarlink {
         w.field("backgroundTasks", UInt64(tasks))
         w.field("nextSeq", engine.nextSequence)
         w.field("connections", UInt64(listener.connectionCount))
+        if let daemon {
+            w.field("pressure", daemon.reclaim.level.name)
+            w.field("usage", daemon.monitor.usage)
+            w.field("budget", daemon.monitor.budget)
+            if let last = daemon.reclaim.policy.lastEpisode { w.key("lastEpisode"); writeEpisode(&w, last) }
+            w.key("configFiles")
+            w.beginArray()
+            for f in daemon.configFiles { w.string(f) }
+            w.endArray()
+        }
+        w.endObject()
+    }
+
+    private func writePressure(_ w: inout JSONWriter) {
+        guard let daemon else { return }
+        let monitor = daemon.monitor
+        let policy = daemon.reclaim.policy
+        w.key("pressure")
+        w.beginObject()
+        w.field("level", monitor.level.name)
+        w.key("sources")
+        w.beginArray()
+        for source in monitor.sources {
+            w.beginObject()
+            w.field("name", source.name)
+            w.field("level", source.level.name)
+            w.field("detail", source.detail)
+            w.endObject()
+        }
+        w.endArray()
+        w.field("usage", monitor.usage)
+        w.field("budget", monitor.budget)
+        let budget = Double(monitor.budget)
+        w.field("lowWatermark", UInt64(budget * monitor.gauge.watermarks.low))
+        w.field("highWatermark", UInt64(budget * monitor.gauge.watermarks.high))
+        w.field("criticalWatermark", UInt64(budget * monitor.gauge.watermarks.critical))
+        if let o = monitor.override {
+            w.field("override", o.level.name)
+            if let until = o.until { w.field("overrideUntil", until) }
+        }
+        if let e = policy.episode { w.key("episode"); writeEpisode(&w, e) }
+        if let e = policy.lastEpisode { w.key("lastEpisode"); writeEpisode(&w, e) }
+        w.endObject()
+    }
+
+    private func writeEpisode(_ w: inout JSONWriter, _ e: ReclaimEpisode) {
+        w.beginObject()
+        w.field("number", UInt64(e.number))
+        w.field("startedAt", e.startedAt)
+        if let t = e.endedAt { w.field("endedAt", t) }
+        w.field("peakLevel", e.peakLevel.name)
+        w.field("usageAtStart", e.usageAtStart)
+        if let t = e.relievedAt { w.field("relievedAt", t) }
+        w.field("unrelievable", e.unrelievable)
+        w.field("disconnects", UInt64(e.disconnects))
+        w.field("terminations", UInt64(e.terminations))
+        w.field("suspensions", UInt64(e.suspensions))
+        w.field("bytesFreed", e.bytesFreed)
         w.endObject()
     }
 

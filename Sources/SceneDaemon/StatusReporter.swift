@@ -4,7 +4,7 @@ import SystemdKit
 /// interval, the last change always delivered.
 final class StatusReporter {
     private let loop: EventLoop
-    private let interval: UInt64
+    var interval: UInt64
     private let line: () -> String
     private var lastSent: UInt64 = 0
     private var lastText = ""

@@ -15,6 +15,8 @@ final class VarlinkListener {
     private var nextNumber = 1
     private var flushQueue: [ClientConnection] = []
     private var readBuffer = [UInt8](repeating: 0, count: 65536)
+    /// Connections beyond this are closed as soon as they are accepted.
+    var maxConnections = 4096
 
     /// Set by the daemon: handles one call (writes its reply into the connection's held replies).
     var handleCall: ((VarlinkCall, ClientConnection) -> Void)?
@@ -58,6 +60,11 @@ final class VarlinkListener {
                 // socket stays readable and is retried on the next wake-up.
                 Diagnostics.error("accept on \(path): \(error)")
                 return
+            }
+            if connections.count >= maxConnections {
+                Diagnostics.warning("refusing a client: MaxConnections=\(maxConnections) reached")
+                close(fd)
+                continue
             }
             let conn = ClientConnection(number: nextNumber, fd: fd, limits: limits)
             nextNumber += 1

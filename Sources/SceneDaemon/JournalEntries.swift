@@ -1,0 +1,169 @@
+import SceneCore
+
+/// Stable MESSAGE_ID values, one per kind of entry; systemd/scened.catalog explains each one to
+/// `journalctl -x`.
+enum MessageID {
+    static let sessionConnected = "63a6358d2bf34adca582791479410307"
+    static let sessionReconnected = "5cc071eb2c9a4170945493703e9e4be6"
+    static let sessionStateChanged = "03ff1b436e2142f8a9ccd1a8b5afceb3"
+    static let sessionDisconnected = "cb02602ddea24df7bc9445fd578f6fc5"
+    static let sessionDiscarded = "527ca34df3ed4dd29fb3eaff80bc88ba"
+    static let appLaunched = "12ddca8058b046b6a3e639e527ee83aa"
+    static let appSuspendedResumed = "3ff5f99f99714a59a0f690234423ae56"
+    static let appTerminated = "e2efc4a4856b45398af4b80dd41c5ef5"
+    static let memoryWarning = "fc3ef97445924e13a723c67fede68c7b"
+    static let taskExpiring = "17ca82867dc440a49f26d6c79ec1d65c"
+    static let reclaimAction = "5decfa1bf7c440cfb5cd4f973bcedfa4"
+    static let pressureChanged = "ab27f099be384865a7c976ba377ea2dd"
+    static let pressureUnrelievable = "01637d311d9f483a83e265015b8b8db0"
+    static let daemonReady = "09c50662f0824b49bbb2a4f9f93905b2"
+    static let configurationReload = "4faa28252d7f49828519797754e71ae9"
+    static let storageFailure = "b5264d24c1df4b2bb6986b3cd75487c3"
+}
+
+/// One structured journal entry.
+struct LogEntry: Equatable {
+    var priority: LogLevel
+    var messageID: String
+    var message: String
+    /// Extra fields (names without the SCENED_ prefix are not allowed: every custom field is
+    /// ours and says so).
+    var fields: [(String, String)]
+
+    static func == (a: LogEntry, b: LogEntry) -> Bool {
+        a.priority == b.priority && a.messageID == b.messageID && a.message == b.message
+            && a.fields.map(\.0) == b.fields.map(\.0) && a.fields.map(\.1) == b.fields.map(\.1)
+    }
+
+    func values(_ name: String) -> [String] { fields.filter { $0.0 == name }.map(\.1) }
+}
+
+/// Turns committed events into journal entries: one entry per state change, not per callback.
+/// Consecutive events of the same session (or, for app events, the same app) with the same
+/// cause form one change; its SCENED_EVENT fields list the callbacks in order.
+enum JournalEntries {
+    static func entries(for events: [LifecycleEvent], pressure: PressureLevel) -> [LogEntry] {
+        var out: [LogEntry] = []
+        var group: [LifecycleEvent] = []
+        func flush() {
+            if !group.isEmpty { out.append(entry(for: group, pressure: pressure)) }
+            group.removeAll(keepingCapacity: true)
+        }
+        for e in events {
+            if let first = group.first,
+               first.app != e.app || groupKey(first) != groupKey(e) || first.cause.name != e.cause.name {
+                flush()
+            }
+            group.append(e)
+        }
+        flush()
+        return out
+    }
+
+    /// The session a change is about; app events belong to their app, except a single
+    /// didDiscardSceneSessions that closes the group of its own session.
+    private static func groupKey(_ e: LifecycleEvent) -> UInt64 {
+        if e.name.isSceneCallback || e.name == .configurationForConnecting { return e.session?.rawValue ?? 0 }
+        if e.name == .didDiscardSceneSessions, let s = e.session { return s.rawValue }
+        return 0
+    }
+
+    static func entry(for group: [LifecycleEvent], pressure: PressureLevel) -> LogEntry {
+        let last = group.last!
+        let names = group.map(\.name)
+        let app = last.app.rawValue
+        var sessions: [SessionID] = []
+        for e in group { for s in e.sessionsConcerned where !sessions.contains(s) { sessions.append(s) } }
+        let subject = sessions.count == 1 ? "Session \(sessions[0]) of \(app)" : "App \(app)"
+        let callbacks = names.filter(\.isCallback).map(\.name)
+        let via = callbacks.isEmpty ? "" : " (" + callbacks.joined(separator: ", ") + ")"
+
+        var id = MessageID.sessionStateChanged
+        var priority = LogLevel.info
+        var message: String
+        if names.contains(.didDiscardSceneSessions) && sessions.count == 1 && names.first != .didFinishLaunching {
+            id = MessageID.sessionDiscarded
+            message = "\(subject) discarded\(via)."
+        } else if names.contains(.configurationForConnecting) {
+            id = MessageID.sessionConnected
+            message = "\(subject) connected, \(last.state.name)\(via)."
+        } else if case .connect(_, true)? = group.first(where: { $0.name == .willConnectTo })?.detail {
+            id = MessageID.sessionReconnected
+            message = "\(subject) reconnected with its saved state, \(last.state.name)\(via)."
+        } else if last.name == .didDisconnect {
+            id = MessageID.sessionDisconnected
+            message = "\(subject) disconnected; session kept\(via)."
+        } else if names.contains(.didFinishLaunching) {
+            id = MessageID.appLaunched
+            let discarded = names.contains(.didDiscardSceneSessions)
+                ? ", told of \(sessions.count) discarded session\(sessions.count == 1 ? "" : "s")" : ""
+            message = "App \(app) launched\(discarded)\(via)."
+        } else if names.contains(.terminated) {
+            id = MessageID.appTerminated
+            var reason = ""
+            if case .terminated(let r, let archived) = last.detail {
+                reason = " (\(r.name)); \(archived.count) session\(archived.count == 1 ? "" : "s") archived"
+            }
+            message = "App \(app) terminated\(reason)\(names.contains(.willTerminate) ? " after willTerminate" : "")."
+            priority = .notice
+        } else if last.name == .suspended || last.name == .resumed {
+            id = MessageID.appSuspendedResumed
+            message = "App \(app) \(last.name.name)."
+        } else if last.name == .didReceiveMemoryWarning {
+            id = MessageID.memoryWarning
+            message = "App \(app) received a memory warning."
+            priority = .notice
+        } else if last.name == .backgroundTaskWillExpire {
+            id = MessageID.taskExpiring
+            var task = ""
+            if case .task(let token, let name) = last.detail { task = " \(token)" + (name.isEmpty ? "" : " (\(name))") }
+            message = "Background task\(task) of \(app) is expiring."
+            priority = .notice
+        } else if last.name == .didDiscardSceneSessions {
+            id = MessageID.sessionDiscarded
+            message = "App \(app) told of \(sessions.count) discarded sessions."
+        } else {
+            message = "\(subject) is \(last.state.name)\(via)."
+        }
+
+        var fields: [(String, String)] = [("SCENED_APP", app)]
+        for s in sessions { fields.append(("SCENED_SESSION", s.description)) }
+        for e in group {
+            fields.append(("SCENED_EVENT", e.name.name))
+            fields.append(("SCENED_SEQ", String(e.seq)))
+        }
+        fields.append(("SCENED_STATE", last.state.name))
+        fields.append(("SCENED_APP_STATE", last.appState.name))
+        fields.append(("SCENED_CAUSE", last.cause.name))
+        fields.append(("SCENED_PRESSURE", pressure.name))
+        if case .reclaim(let note) = last.cause {
+            // Every reclaim action is its own kind of entry, with the policy's reasons.
+            id = MessageID.reclaimAction
+            priority = .notice
+            message = "Reclaim at \(note.level) pressure: " + message.prefix(1).lowercased() + message.dropFirst()
+                + " Reason: \(note.reason); usage \(Format.bytes(note.usageBefore)) → \(Format.bytes(note.usageAfter)) of \(Format.bytes(note.budget))."
+            fields.append(("SCENED_RECLAIM_REASON", note.reason))
+            fields.append(("SCENED_USAGE_BEFORE", String(note.usageBefore)))
+            fields.append(("SCENED_USAGE_AFTER", String(note.usageAfter)))
+            fields.append(("SCENED_BUDGET", String(note.budget)))
+            if let score = note.score { fields.append(("SCENED_SCORE", "\(score)")) }
+        }
+        if case .cap(let reason) = last.cause {
+            fields.append(("SCENED_CAP", reason))
+            message += " Cap: \(reason)."
+        }
+        return LogEntry(priority: priority, messageID: id, message: message, fields: fields)
+    }
+}
+
+/// Human formatting shared by log messages and the status line.
+enum Format {
+    /// 1024-based, one decimal: 512.0M, 8.0G.
+    static func bytes(_ n: UInt64) -> String {
+        let units: [(String, UInt64)] = [("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)]
+        for (suffix, size) in units where n >= size {
+            return "\(n / size).\((n % size) * 10 / size)\(suffix)"
+        }
+        return "\(n)B"
+    }
+}

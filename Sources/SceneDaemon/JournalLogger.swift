@@ -1,0 +1,49 @@
+import Glibc
+import SceneCore
+import SystemdKit
+
+/// Where structured entries go: journald through sd_journal_sendv when our stderr is a journal
+/// stream (we run under systemd), readable lines on stderr otherwise.
+final class JournalLogger {
+    var level: LogLevel
+    let toJournal: Bool
+    private(set) var sent: UInt64 = 0
+
+    init(level: LogLevel, toJournal: Bool = Journal.isConnectedToJournal()) {
+        self.level = level
+        self.toJournal = toJournal
+    }
+
+    func wants(_ priority: LogLevel) -> Bool { priority <= level }
+
+    /// Logs committed events, one entry per state change.
+    func log(_ events: [LifecycleEvent], pressure: PressureLevel) {
+        guard !events.isEmpty, level >= .notice else { return }
+        for entry in JournalEntries.entries(for: events, pressure: pressure) where wants(entry.priority) {
+            send(entry)
+        }
+    }
+
+    func send(_ entry: LogEntry) {
+        guard wants(entry.priority) else { return }
+        sent &+= 1
+        if toJournal {
+            var fields: [JournalField] = [
+                .message(entry.message),
+                .priority(Journal.Priority(rawValue: Int32(entry.priority.rawValue)) ?? .info),
+                .syslogIdentifier("scened"),
+                .messageID(entry.messageID),
+            ]
+            fields.reserveCapacity(4 + entry.fields.count)
+            for (name, value) in entry.fields { fields.append(JournalField(name: name, value: value)) }
+            _ = Journal.send(fields)
+        } else {
+            var line = "scened: \(entry.message)\n"
+            line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+        }
+    }
+
+    func daemon(_ priority: LogLevel, _ id: String, _ message: String, _ fields: [(String, String)] = []) {
+        send(LogEntry(priority: priority, messageID: id, message: message, fields: fields))
+    }
+}

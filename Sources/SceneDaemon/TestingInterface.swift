@@ -1,0 +1,16 @@
+/// An interface for system tests only, served when the environment has SCENED_TEST_HOOKS=1
+/// (a production unit never sets it): it can make the loop hang, to prove the watchdog.
+enum TestingInterface {
+    static let name = "io.scened.Testing"
+
+    static var enabled: Bool { DaemonPaths.environment("SCENED_TEST_HOOKS") == "1" }
+
+    static let text = """
+# Test hooks of scened. Served only when SCENED_TEST_HOOKS=1 is in the daemon's environment.
+interface io.scened.Testing
+
+# Blocks the daemon's event loop for this many seconds (oneway is best: no reply comes until
+# the hang ends, and with a watchdog it never does).
+method Hang(seconds: int) -> ()
+"""
+}
