@@ -66,7 +66,8 @@ struct CallParameters {
         return object[name]!.serializedString()
     }
 
-    /// RestorationData: exactly one of `json` (any JSON value) or `base64`.
+    /// RestorationData: exactly one of `json` (a JSON object, like NSUserActivity's userInfo)
+    /// or `base64`.
     func restoration(_ name: String) throws(VarlinkError) -> RestorationData? {
         guard has(name) else { return nil }
         guard case .object(let r)? = object[name] else { throw .invalidParameter(name) }
@@ -74,6 +75,7 @@ struct CallParameters {
         let base64 = r["base64"].flatMap { $0 == .null ? nil : $0 }
         switch (json, base64) {
         case (let value?, nil):
+            guard case .object = value else { throw .invalidParameter(name) }
             return .json(value.serializedString())
         case (nil, .string(let text)?):
             guard let bytes = Base64.decode(text) else { throw .invalidParameter(name) }

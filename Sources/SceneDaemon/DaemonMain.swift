@@ -76,6 +76,14 @@ public enum DaemonMain {
                 return fail("expected exactly one listening AF_UNIX stream socket from socket activation, got \(inherited.count)", errno: EBADF)
             }
             listenFD = first.fd
+            // systemd passes the listening socket in blocking mode, and the listener accepts
+            // until EAGAIN: left blocking, the loop would wedge in accept() after the first
+            // client (and the watchdog would kill it). sd-varlink does the same fd_nonblock().
+            let flags = fcntl(listenFD, F_GETFL)
+            if flags < 0 || fcntl(listenFD, F_SETFL, flags | O_NONBLOCK) < 0 {
+                let code = errno
+                return fail("cannot make the socket-activated listening socket non-blocking: \(String(cString: strerror(code)))", errno: code)
+            }
             socketPath = UnixSocket.boundPath(first.fd) ?? "(socket-activated)"
             ownsSocket = false
         } else {

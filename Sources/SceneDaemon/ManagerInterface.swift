@@ -53,9 +53,9 @@ type EventName (
   terminated
 )
 
-# State-restoration data: exactly one of a JSON value or base64-encoded opaque bytes.
+# State-restoration data: exactly one of a JSON object or base64-encoded opaque bytes.
 type RestorationData (
-  # Any JSON value.
+  # A JSON object.
   json: ?object,
   # Opaque bytes, base64 (RFC 4648) encoded.
   base64: ?string

@@ -1,1 +1,4 @@
-print("scenectl: not yet")
+import Glibc
+import SceneControl
+
+exit(SceneCtl.main(Array(CommandLine.arguments.dropFirst())))

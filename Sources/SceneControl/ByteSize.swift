@@ -1,0 +1,52 @@
+/// Memory sizes, 1024-based, as systemd's format_bytes prints them and parse_size reads them.
+enum ByteSize {
+    private static let units: [(suffix: Character, factor: UInt64)] = [
+        ("E", 1 << 60), ("P", 1 << 50), ("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10),
+    ]
+
+    /// "512B", "1.5K", "50.0M": one decimal, truncated rather than rounded (as systemd does).
+    static func format(_ bytes: UInt64) -> String {
+        for (suffix, factor) in units where bytes >= factor {
+            // The remainder is below 2^60, so ten times it still fits.
+            let tenths = (bytes % factor) * 10 / factor
+            return "\(bytes / factor).\(tenths)\(suffix)"
+        }
+        return "\(bytes)B"
+    }
+
+    static func format(_ bytes: Int64) -> String {
+        bytes < 0 ? "\(bytes)B" : format(UInt64(bytes))
+    }
+
+    /// Parses "52428800", "50M", "1.5G", "512K", "4096B"; nil for anything else or overflow.
+    static func parse(_ text: String) -> UInt64? {
+        var digits = Substring(text)
+        var factor: UInt64 = 1
+        if digits.last == "B" { digits = digits.dropLast() }
+        if let last = digits.last, let unit = units.first(where: { $0.suffix == last.uppercased().first }) {
+            factor = unit.factor
+            digits = digits.dropLast()
+        }
+        let parts = digits.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let whole = parts.first, !whole.isEmpty, whole.allSatisfy(\.isASCIIDigit),
+              let integer = UInt64(whole) else { return nil }
+        let (scaled, overflow) = integer.multipliedReportingOverflow(by: factor)
+        guard !overflow else { return nil }
+        guard parts.count == 2 else { return scaled }
+        // A fraction only makes sense with a unit; it is exact to the byte (truncated).
+        let fraction = parts[1]
+        guard factor > 1, !fraction.isEmpty, fraction.count <= 9, fraction.allSatisfy(\.isASCIIDigit),
+              let numerator = UInt64(fraction) else { return nil }
+        var denominator: UInt64 = 1
+        for _ in fraction { denominator *= 10 }
+        // numerator/denominator < 1, so the quotient stays below factor and fits.
+        let product = numerator.multipliedFullWidth(by: factor)
+        let part = denominator.dividingFullWidth((high: product.high, low: product.low)).quotient
+        let (sum, overflowed) = scaled.addingReportingOverflow(part)
+        return overflowed ? nil : sum
+    }
+}
+
+extension Character {
+    var isASCIIDigit: Bool { isASCII && isNumber }
+}

@@ -1,0 +1,43 @@
+/// scenectl's exit statuses, documented in `scenectl --help`.
+public enum ExitStatus: Int32, Sendable, CaseIterable {
+    case success = 0
+    /// The daemon refused or failed the request (InvalidTransition, InvalidArgument, ...).
+    case failure = 1
+    /// Bad verb, option or argument, including a malformed session id, app id or token.
+    case usage = 2
+    /// The daemon cannot be reached: no socket, connection refused, or it went away.
+    case unreachable = 3
+    /// No such session, app or task (NoSuchSession, SessionDiscarded, NoSuchApp, NoSuchTask).
+    case notFound = 4
+
+    /// The lines of the "Exit status" section of the help.
+    static let documentation = """
+        0  success
+        1  the daemon refused or failed the request
+        2  usage error: bad command, option or argument (a malformed session id,
+           app id or task token is caught before connecting)
+        3  the daemon cannot be reached (no socket, connection refused, timed out,
+           or the daemon went away)
+        4  no such session, app or task (including a discarded session)
+      """
+}
+
+/// A failure that ends the command with `status`; `message` goes to stderr after "scenectl: ".
+public struct ControlError: Error, Equatable, CustomStringConvertible {
+    public var status: ExitStatus
+    public var message: String
+
+    public init(_ status: ExitStatus, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+
+    static func usage(_ message: String) -> ControlError { ControlError(.usage, message) }
+
+    public var description: String { message }
+}
+
+/// stdout was closed by the reader (EPIPE, e.g. `scenectl monitor | head`): stop quietly.
+public struct OutputClosed: Error, Equatable {
+    public init() {}
+}

@@ -1,0 +1,52 @@
+/// One scenectl command. The verb table (`Verb.all`) is the single list that parsing, help
+/// and dispatch read, so adding a command is one `Verb` value plus one entry there.
+public struct Verb: Sendable {
+    /// "list", or two words for a group ("task begin").
+    public var name: String
+    public var section: Section
+    /// What follows the name in help: "SESSION [-n N]".
+    public var synopsis: String
+    /// One line for `scenectl --help`.
+    public var summary: String
+    /// A paragraph for `scenectl VERB --help`; empty for none.
+    public var details: String
+    public var options: [OptionSpec]
+    /// How many positional arguments the verb takes.
+    public var arguments: ClosedRange<Int>
+    /// Streams (monitor): no reply timeout.
+    public var streaming: Bool
+    public var run: @Sendable (Invocation) throws -> Void
+
+    public enum Section: String, Sendable, CaseIterable {
+        case daemon = "Daemon"
+        case sessions = "Sessions"
+        case apps = "Apps"
+        case tasks = "Background tasks"
+    }
+
+    public init(_ name: String, section: Section, synopsis: String = "", summary: String, details: String = "",
+                options: [OptionSpec] = [], arguments: ClosedRange<Int> = 0...0, streaming: Bool = false,
+                run: @escaping @Sendable (Invocation) throws -> Void) {
+        self.name = name
+        self.section = section
+        self.synopsis = synopsis
+        self.summary = summary
+        self.details = details
+        self.options = options
+        self.arguments = arguments
+        self.streaming = streaming
+        self.run = run
+    }
+
+    /// Every verb, in help order.
+    public static let all: [Verb] = [
+        .status, .reload, .monitor, .logs, .pressure, .pressureSet, .pressureClear,
+        .list, .show, .connect, .activate, .deactivate, .background, .disconnect, .discard,
+        .saveState, .setUserInfo, .setFootprint, .setProtected,
+        .apps, .showApp, .launch, .terminate, .memoryWarning, .setAppFootprint,
+        .tasks, .taskBegin, .taskEnd,
+    ]
+
+    /// The verb run when none is given, as loginctl lists sessions.
+    static let defaultName = "list"
+}

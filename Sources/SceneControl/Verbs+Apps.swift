@@ -1,0 +1,103 @@
+import Varlink
+
+extension Verb {
+    static let apps = Verb(
+        "apps", section: .apps, summary: "List apps and their state",
+        run: { invocation in
+            let reply = try invocation.call("ListApps")
+            if invocation.global.json { return try invocation.json(reply) }
+            try invocation.write(appTable(reply.objects("apps")).render(legend: !invocation.global.noLegend))
+        })
+
+    static func appTable(_ apps: [JSONObject]) -> Table {
+        var table = Table([.init("APP"), .init("PROCESS"), .init("STATE"), .init("SESSIONS", right: true),
+                           .init("LIVE", right: true), .init("TASKS", right: true), .init("FOOTPRINT", right: true)],
+                          footer: Table.count(apps.count, "app", "apps"))
+        for app in apps {
+            let footprint = (app.integer("baseFootprint") ?? 0) + (app.integer("sceneFootprint") ?? 0)
+            table.append([
+                app.text("id") ?? "?", app.text("process") ?? "?", app.text("state") ?? "?",
+                String(app.integer("sessions") ?? 0), String(app.integer("liveSessions") ?? 0),
+                String(app.objects("tasks").count), ByteSize.format(footprint),
+            ])
+        }
+        return table
+    }
+
+    static let showApp = Verb(
+        "show-app", section: .apps, synopsis: "APP", summary: "Show an app's state, scenes, memory and tasks",
+        arguments: 1...1,
+        run: { invocation in
+            let reply = try invocation.call("GetApp", ["app": .string(try Check.app(invocation.arguments[0]))])
+            if invocation.global.json { return try invocation.json(reply) }
+            try invocation.write(appBlock(reply.object("app") ?? [:], time: invocation.time, now: invocation.context.now()))
+        })
+
+    static func appBlock(_ app: JSONObject, time: TimeFormatter, now: UInt64) -> String {
+        let int = { (key: String) in app.integer(key) ?? 0 }
+        let process = app.text("process") ?? "?"
+        var block = Block("\(process == "notRunning" ? "○" : "●") \(app.text("id") ?? "?")")
+        var processLine = process
+        if process != "notRunning", let launched = app.integer("launchedAt") {
+            processLine += " since " + time.timestampWithRelative(launched, now: now)
+        }
+        block.add("Process", processLine)
+        if let suspends = app.integer("suspendsAt") { block.add("Suspends", time.timestampWithRelative(suspends, now: now)) }
+        block.add("State", app.text("state") ?? "?")
+        block.add("Launches", String(int("launches")))
+        block.add("Sessions", "\(int("sessions")) (\(int("liveSessions")) live)")
+        block.add("Scenes", "\(int("foregroundActiveScenes")) foreground-active, \(int("foregroundInactiveScenes")) foreground-inactive, \(int("backgroundScenes")) background")
+        let base = int("baseFootprint"), scenes = int("sceneFootprint")
+        block.add("Footprint", "\(ByteSize.format(base + scenes)) (process \(ByteSize.format(base)), scenes \(ByteSize.format(scenes)))")
+        let pending = app["pendingDiscards"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        if !pending.isEmpty { block.add("Pending discards", pending.joined(separator: " ")) }
+        let tasks = app.objects("tasks")
+        block.add("Tasks", tasks.isEmpty ? "none" : tasks.map { taskSummary($0, time: time, now: now) }.joined(separator: "\n"))
+        return block.render()
+    }
+
+    /// `t3 "upload" (s2), expires Fri ...; 25s left`.
+    static func taskSummary(_ task: JSONObject, time: TimeFormatter, now: UInt64) -> String {
+        var text = task.text("token") ?? "?"
+        if let name = task.text("name"), !name.isEmpty { text += " \"\(name)\"" }
+        if let session = task.text("session") { text += " (\(session))" }
+        if let expires = task.integer("expiresAt") { text += ", expires " + time.timestampWithRelative(expires, now: now) }
+        if task.integer("expirationSentAt") != nil { text += ", expiring" }
+        return text
+    }
+
+    /// A verb that sends one APP to `method` and reports the change.
+    static func appChange(_ name: String, _ method: String, _ summary: String) -> Verb {
+        Verb(name, section: .apps, synopsis: "APP", summary: summary, arguments: 1...1, run: { invocation in
+            let app = try Check.app(invocation.arguments[0])
+            try invocation.reportChange(try invocation.call(method, ["app": .string(app)]))
+        })
+    }
+
+    static let launch = appChange("launch", "Launch", "Launch an app (didFinishLaunching)")
+    static let terminate = appChange("terminate", "Terminate", "Terminate an app; its sessions stay archived")
+
+    static let memoryWarning = Verb(
+        "memory-warning", section: .apps, synopsis: "[APP...]",
+        summary: "Send didReceiveMemoryWarning to running apps",
+        arguments: 0...Int.max,
+        run: { invocation in
+            var parameters = JSONObject()
+            if !invocation.arguments.isEmpty {
+                var apps: [JSONValue] = []
+                for app in invocation.arguments { apps.append(.string(try Check.app(app))) }
+                parameters["apps"] = .array(apps)
+            }
+            try invocation.reportChange(try invocation.call("MemoryWarning", parameters))
+        })
+
+    static let setAppFootprint = Verb(
+        "set-app-footprint", section: .apps, synopsis: "APP BYTES",
+        summary: "Set the memory an app's process holds",
+        arguments: 2...2,
+        run: { invocation in
+            let app = try Check.app(invocation.arguments[0])
+            let bytes = try Check.size(invocation.arguments[1], option: "footprint")
+            try invocation.reportChange(try invocation.call("SetAppFootprint", ["app": .string(app), "footprint": .int(bytes)]))
+        })
+}

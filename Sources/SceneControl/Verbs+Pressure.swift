@@ -1,0 +1,69 @@
+import SceneCore
+import Varlink
+
+extension Verb {
+    static let pressure = Verb(
+        "pressure", section: .daemon, summary: "Show memory pressure: level, sources, usage against budget, episodes",
+        details: "The level scened acts on is the highest of its sources: the simulated budget, PSI, and a level forced with 'scenectl pressure set'.",
+        run: { invocation in
+            let reply = try invocation.call("GetPressure")
+            if invocation.global.json { return try invocation.json(reply) }
+            try invocation.write(pressureBlock(reply.object("pressure") ?? [:], time: invocation.time, now: invocation.context.now()))
+        })
+
+    static let pressureSet = Verb(
+        "pressure set", section: .daemon, synopsis: "warning|critical [--for DURATION]",
+        summary: "Force a pressure level, until cleared or for DURATION (30s, 5min)",
+        options: [OptionSpec("for", value: "DURATION", "Lapse after DURATION (systemd time span: 30s, 5min, 1h)")],
+        arguments: 1...1,
+        run: { invocation in
+            let level = try Check.oneOf(invocation.arguments[0], ["warning", "critical"], option: "level")
+            var parameters: JSONObject = ["level": .string(level)]
+            if let text = invocation.options.value("for") {
+                guard let span = TimeSpan(parsing: text), span.microseconds > 0 else {
+                    throw ControlError.usage("invalid --for '\(text)'; expected a time span such as 30s, 5min, 1h")
+                }
+                parameters["duration"] = .int(span.microseconds)
+            }
+            try invocation.reportChange(try invocation.call("SetPressure", parameters))
+        })
+
+    static let pressureClear = Verb(
+        "pressure clear", section: .daemon, summary: "Remove a forced pressure level",
+        run: { invocation in
+            try invocation.reportChange(try invocation.call("ClearPressure"))
+        })
+
+    static func pressureBlock(_ p: JSONObject, time: TimeFormatter, now: UInt64) -> String {
+        let int = { (key: String) in p.integer(key) ?? 0 }
+        var block = Block("Memory pressure: \(p.text("level") ?? "unknown")")
+        let budget = int("budget")
+        let usage = int("usage")
+        let percent = budget > 0 ? usage * 100 / budget : 0
+        block.add("Usage", "\(ByteSize.format(usage)) of \(ByteSize.format(budget)) budget (\(percent)%)")
+        block.add("Watermarks", "low \(ByteSize.format(int("lowWatermark"))), high \(ByteSize.format(int("highWatermark"))), critical \(ByteSize.format(int("criticalWatermark")))")
+        let sources = p.objects("sources").map { s in
+            "\(s.text("name") ?? "?"): \(s.text("level") ?? "?") (\(s.text("detail") ?? ""))"
+        }
+        block.add("Sources", sources.isEmpty ? "none" : sources.joined(separator: "\n"))
+        if let forced = p.text("override") {
+            let until = p.integer("overrideUntil").map { " until " + time.timestampWithRelative($0, now: now) } ?? " until cleared"
+            block.add("Forced", forced + until)
+        }
+        if let e = p.object("episode") { block.add("Episode", episodeText(e, time: time, now: now)) }
+        if let e = p.object("lastEpisode") { block.add("Last episode", episodeText(e, time: time, now: now)) }
+        return block.render()
+    }
+
+    static func episodeText(_ e: JSONObject, time: TimeFormatter, now: UInt64) -> String {
+        let int = { (key: String) in e.integer(key) ?? 0 }
+        var text = "#\(int("number")) \(e.text("peakLevel") ?? "?") peak, started \(time.timestampWithRelative(int("startedAt"), now: now))"
+        if let ended = e.integer("endedAt") { text += "\nended \(time.timestampWithRelative(ended, now: now))" }
+        if let relieved = e.integer("relievedAt") {
+            text += "\nrelieved after \(TimeSpan(microseconds: max(0, relieved - int("startedAt"))).formatted)"
+        }
+        text += "\n\(int("disconnects")) disconnected, \(int("terminations")) terminated, \(int("suspensions")) suspended, \(ByteSize.format(int("bytesFreed"))) freed"
+        if e.flag("unrelievable") == true { text += "\nunrelievable: only foreground and protected scenes were left" }
+        return text
+    }
+}

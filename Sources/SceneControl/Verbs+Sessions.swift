@@ -1,0 +1,103 @@
+import Varlink
+
+extension Verb {
+    static let list = Verb(
+        "list", section: .sessions, synopsis: "[--app APP] [--state STATE] [--condition live|archived]",
+        summary: "List scene sessions",
+        details: "Sessions arrive from the daemon in batches, so any number can be listed.",
+        options: [
+            OptionSpec("app", value: "APP", "Only APP's sessions"),
+            OptionSpec("state", value: "STATE", "Only sessions whose scene is in STATE: " + Check.sceneStates.joined(separator: ", ")),
+            OptionSpec("condition", value: "COND", "Only live (connected) or archived sessions"),
+        ],
+        run: { invocation in
+            var parameters = JSONObject()
+            if let app = invocation.options.value("app") { parameters["app"] = .string(try Check.app(app)) }
+            if let condition = invocation.options.value("condition") {
+                parameters["condition"] = .string(try Check.oneOf(condition, Check.listableConditions, option: "condition"))
+            }
+            if let state = invocation.options.value("state") {
+                parameters["state"] = .string(try Check.oneOf(state, Check.sceneStates, option: "state"))
+            }
+            var sessions: [JSONValue] = []
+            try invocation.callMore("ListSessions", parameters) { batch in
+                sessions += batch["sessions"]?.arrayValue ?? []
+                return true
+            }
+            if invocation.global.json { return try invocation.json(["sessions": .array(sessions)]) }
+            let table = sessionTable(sessions.compactMap(\.objectValue), time: invocation.time)
+            try invocation.write(table.render(legend: !invocation.global.noLegend))
+        })
+
+    static func sessionTable(_ sessions: [JSONObject], time: TimeFormatter) -> Table {
+        var table = Table([.init("SESSION"), .init("APP"), .init("CONDITION"), .init("STATE"), .init("ROLE"),
+                           .init("FOOTPRINT", right: true), .init("LAST ACTIVE")],
+                          footer: Table.count(sessions.count, "session", "sessions"))
+        for session in sessions {
+            let lastActive = session.integer("lastActiveAt") ?? 0
+            table.append([
+                session.text("id") ?? "?", session.text("app") ?? "?", session.text("condition") ?? "?",
+                session.text("state") ?? "?", session.text("role") ?? "?",
+                ByteSize.format(session.integer("footprint") ?? 0), lastActive > 0 ? time.tableTime(lastActive) : "-",
+            ])
+        }
+        return table
+    }
+
+    static let show = Verb(
+        "show", section: .sessions, synopsis: "SESSION [-n N]",
+        summary: "Show a session and its recent journal entries",
+        details: "Like systemctl status: the session's fields, then its last journal entries (SCENED_SESSION=SESSION, SYSLOG_IDENTIFIER=scened). If the journal cannot be read, one line says why instead.",
+        options: [
+            OptionSpec("lines", short: "n", value: "N", "Show the last N journal entries (default: 10; 0: none; 'all' for all)"),
+            journalDirectoryOption,
+        ],
+        arguments: 1...1,
+        run: { invocation in
+            let id = try Check.session(invocation.arguments[0])
+            _ = try invocation.lineCount(default: 10)  // a bad -n is a usage error before connecting
+            let reply = try invocation.call("GetSession", ["session": .string(id)])
+            if invocation.global.json { return try invocation.json(reply) }
+            let context = invocation.context
+            try invocation.write(sessionBlock(reply.object("session") ?? [:], time: invocation.time, now: context.now()))
+            try invocation.journalSection(session: id)
+        })
+
+    static func sessionBlock(_ session: JSONObject, time: TimeFormatter, now: UInt64) -> String {
+        let int = { (key: String) in session.integer(key) ?? 0 }
+        let live = session.text("condition") == "live"
+        var block = Block("\(live ? "●" : "○") \(session.text("id") ?? "?") - \(session.text("app") ?? "?")")
+        block.add("Condition", session.text("condition") ?? "?")
+        var state = session.text("state") ?? "?"
+        if state == "background", int("backgroundSince") > 0 {
+            state += " since " + time.timestampWithRelative(int("backgroundSince"), now: now)
+        }
+        block.add("State", state)
+        block.add("Role", session.text("role") ?? "?")
+        block.add("Configuration", session.text("configuration") ?? "")
+        block.add("Scene", "instance \(int("sceneInstance"))")
+        let footprint = int("footprint")
+        block.add("Footprint", "\(ByteSize.format(footprint)) (\(footprint) bytes)")
+        block.add("Protected", session.flag("protected") == true ? "yes" : "no")
+        block.add("Restore cost", int("restoreCostMs") > 0 ? "\(int("restoreCostMs"))ms" : "unknown")
+        block.add("Created", time.timestampWithRelative(int("createdAt"), now: now))
+        block.add("Last active", int("lastActiveAt") > 0 ? time.timestampWithRelative(int("lastActiveAt"), now: now) : "never")
+        block.add("Activations", String(int("activations")))
+        block.add("Restores", String(int("restores")))
+        block.add("User info", session["userInfo"].map { $0.description } ?? "{}")
+        block.add("Restoration", restorationSummary(session.object("restoration")))
+        return block.render()
+    }
+
+    /// "none", "JSON, 42 bytes" or "binary, 1.5K".
+    static func restorationSummary(_ restoration: JSONObject?) -> String {
+        if let json = restoration?["json"], json != .null {
+            return "JSON, \(ByteSize.format(UInt64(json.serialized().count)))"
+        }
+        if let base64 = restoration?.text("base64") {
+            let padding = base64.reversed().prefix { $0 == "=" }.count
+            return "binary, \(ByteSize.format(UInt64(base64.utf8.count / 4 * 3 - padding)))"
+        }
+        return "none"
+    }
+}

@@ -1,0 +1,55 @@
+import Varlink
+
+extension Verb {
+    static let status = Verb(
+        "status", section: .daemon, summary: "Show the daemon's state",
+        details: "Version, process, uptime, socket, apps, sessions, scenes, tasks, the next event sequence number and the number of connected clients, like systemctl status.",
+        run: { invocation in
+            let reply = try invocation.call("GetStatus")
+            if invocation.global.json { return try invocation.json(reply) }
+            try invocation.write(statusBlock(reply.object("status") ?? [:], time: invocation.time, now: invocation.context.now()))
+        })
+
+    static func statusBlock(_ status: JSONObject, time: TimeFormatter, now: UInt64) -> String {
+        let int = { (key: String) in status.integer(key) ?? 0 }
+        var block = Block("● scened - scene session daemon")
+        block.add("Version", status.text("version") ?? "unknown")
+        let uptime = int("uptime")
+        let since = Int64(clamping: now) - uptime
+        block.add("Active", "running since \(time.timestampWithRelative(since, now: now))")
+        block.add("Main PID", String(int("pid")))
+        block.add("Socket", status.text("socket") ?? "")
+        block.add("Apps", "\(int("apps")) (\(int("runningApps")) running, \(int("suspendedApps")) suspended)")
+        let sessions = status.object("sessions") ?? [:]
+        let count = { (key: String) in sessions.integer(key) ?? 0 }
+        block.add("Sessions", "\(count("total")) (\(count("live")) live, \(count("archived")) archived)")
+        block.add("Scenes", "\(int("foregroundActiveScenes")) foreground-active")
+        block.add("Tasks", "\(int("backgroundTasks")) background")
+        // Memory and configuration came with the pressure work; older daemons omit them.
+        if let usage = status.integer("usage"), let budget = status.integer("budget") {
+            block.add("Memory", "\(ByteSize.format(usage)) of \(ByteSize.format(budget)) budget, pressure \(status.text("pressure") ?? "unknown")")
+        }
+        if let episode = status.object("lastEpisode") {
+            block.add("Last episode", episodeText(episode, time: time, now: now))
+        }
+        if let files = status["configFiles"]?.arrayValue {
+            let names = files.compactMap(\.stringValue)
+            block.add("Config", names.isEmpty ? "built-in defaults" : names.joined(separator: "\n"))
+        }
+        block.add("Next seq", String(int("nextSeq")))
+        block.add("Clients", String(int("connections")))
+        return block.render()
+    }
+
+    static let reload = Verb(
+        "reload", section: .daemon, summary: "Make the daemon reload its configuration",
+        run: { invocation in
+            let reply: JSONObject
+            do {
+                reply = try invocation.call("Reload")
+            } catch let error as VarlinkError where error.name == ErrorReport.service + "MethodNotFound" {
+                throw ControlError(.failure, "this scened cannot reload its configuration (no io.scened.Manager.Reload); restart it instead")
+            }
+            try invocation.reportChange(reply)
+        })
+}

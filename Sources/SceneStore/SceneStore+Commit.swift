@@ -1,0 +1,213 @@
+import CSQLite
+import SceneCore
+
+extension SceneStore {
+    /// Writes the batch as ONE transaction and returns once it is committed (with the configured
+    /// durability). On any failure the transaction is rolled back, nothing of the batch remains,
+    /// the error names the file and the problem, and the store stays usable.
+    public func commit(_ batch: StoreBatch) throws(StoreError) {
+        let (db, st) = try openConnection()
+        let appsBefore = appsByRef.count
+        let configurationsBefore = configurationsByRef.count
+        try run(st.begin, db, "starting a transaction")
+        do throws(StoreError) {
+            let (range, committedNextSequence) = try write(batch, db, st)
+            try run(st.commit, db, "committing")
+            sequenceFloor = max(sequenceFloor, committedNextSequence)
+            if let range {
+                if loggedOldest == nil { loggedOldest = range.lowerBound }
+                loggedNewest = max(loggedNewest ?? 0, range.upperBound)
+            }
+            if let cutoff = pendingTrim {
+                loggedOldest = max(loggedOldest ?? cutoff, cutoff)
+                pendingTrim = nil
+            }
+        } catch {
+            pendingTrim = nil
+            // SQLITE_FULL and I/O errors may already have rolled the transaction back.
+            if db.inTransaction {
+                _ = st.rollback.step()
+                st.rollback.reset()
+            }
+            forgetReferences(appsFrom: appsBefore, configurationsFrom: configurationsBefore)
+            throw error
+        }
+    }
+
+    /// The writes of one batch, inside the open transaction. Returns the range of sequence numbers
+    /// logged and the sequence high-water mark written.
+    private func write(_ batch: StoreBatch, _ db: SQLiteConnection, _ st: Statements) throws(StoreError)
+        -> (logged: ClosedRange<UInt64>?, nextSequence: UInt64) {
+        var nextSession = batch.counters.nextSessionNumber
+        var nextTask = batch.counters.nextTaskNumber
+        var nextSequence = batch.counters.nextSequence
+
+        for app in batch.apps {
+            let s = st.upsertApp
+            let ref: Int64
+            if let known = appRefs[app.id] {
+                ref = known
+            } else {
+                ref = Int64(appsByRef.count)
+                try remember(app: app.id, ref: ref)
+            }
+            s.bind(1, ref)
+            s.bind(2, text: app.id.rawValue)
+            s.bind(3, StorageCodes.code(app.process))
+            if let blob = RowCoding.pendingDiscards(app.pendingDiscards) { s.bind(4, blob: blob) } else { s.bindNull(4) }
+            s.bind(5, app.idleSince)
+            s.bind(6, app.backgroundEnteredAt)
+            s.bind(7, app.launchedAt)
+            s.bind(8, app.launches)
+            s.bind(9, app.baseFootprint)
+            try run(s, db, "writing app \(app.id)")
+            for id in app.pendingDiscards { nextSession = max(nextSession, id.rawValue &+ 1) }
+        }
+
+        for session in batch.sessions {
+            let s = st.upsertSession
+            s.bind(1, session.id.rawValue)
+            s.bind(2, try ref(of: session.app, "session \(session.id)"))
+            s.bind(3, StorageCodes.code(session.role))
+            s.bind(4, try configurationRef(session.configurationName, db, st))
+            s.bind(5, text: session.userInfo.json)
+            switch session.restoration {
+            case nil: s.bindNull(6)
+            case .json(let text)?: s.bind(6, text: text)
+            case .bytes(let bytes)?: s.bind(6, blob: bytes)
+            }
+            s.bind(7, session.footprint)
+            s.bind(8, StorageCodes.code(session.condition))
+            s.bind(9, StorageCodes.code(session.sceneState))
+            s.bind(10, session.sceneInstance)
+            s.bind(11, session.createdAt.microseconds)
+            s.bind(12, session.lastActiveAt.microseconds)
+            s.bind(13, session.backgroundSince.microseconds)
+            s.bind(14, session.activations)
+            s.bind(15, session.restores)
+            s.bind(16, session.restoreCostMs)
+            s.bind(17, session.isProtected)
+            s.bind(18, session.activationScore)
+            try run(s, db, "writing session \(session.id)")
+            nextSession = max(nextSession, session.id.rawValue &+ 1)
+        }
+        for id in batch.removedSessions {
+            st.deleteSession.bind(1, id.rawValue)
+            try run(st.deleteSession, db, "deleting session \(id)")
+            nextSession = max(nextSession, id.rawValue &+ 1)
+        }
+
+        for task in batch.tasks {
+            let s = st.upsertTask
+            s.bind(1, task.token.rawValue)
+            s.bind(2, try ref(of: task.app, "task \(task.token)"))
+            if let session = task.session { s.bind(3, session.rawValue) } else { s.bindNull(3) }
+            s.bind(4, text: task.name)
+            s.bind(5, task.beganAt.microseconds)
+            s.bind(6, task.expirationSentAt)
+            try run(s, db, "writing task \(task.token)")
+            nextTask = max(nextTask, task.token.rawValue &+ 1)
+        }
+        for token in batch.removedTasks {
+            st.deleteTask.bind(1, token.rawValue)
+            try run(st.deleteTask, db, "deleting task \(token)")
+            nextTask = max(nextTask, token.rawValue &+ 1)
+        }
+
+        var logged: ClosedRange<UInt64>?
+        var floor = sequenceFloor
+        for event in batch.events {
+            // Numbers only go up, across the batch and across commits, even once the log has
+            // been trimmed past them.
+            guard event.seq >= floor else {
+                throw StoreError(kind: .constraint, path: path,
+                                 message: "event #\(event.seq) reuses a sequence number (the next free one is #\(floor))")
+            }
+            floor = event.seq &+ 1
+            nextSequence = max(nextSequence, event.seq &+ 1)
+            guard eventLogCapacity > 0 else { continue }
+            let s = st.insertEvent
+            s.bind(1, event.seq)
+            s.bind(2, event.time.microseconds)
+            s.bind(3, StorageCodes.code(event.name))
+            s.bind(4, try ref(of: event.app, "event #\(event.seq)"))
+            if let session = event.session { s.bind(5, session.rawValue) } else { s.bindNull(5) }
+            s.bind(6, event.sceneInstance)
+            s.bind(7, StorageCodes.code(event.state))
+            s.bind(8, StorageCodes.code(event.appState))
+            s.bind(9, RowCoding.causeCode(event.cause))
+            if let extra = RowCoding.extra(detail: event.detail, cause: event.cause) {
+                s.bind(10, blob: extra)
+            } else {
+                s.bindNull(10)
+            }
+            try run(s, db, "logging event #\(event.seq)")
+            logged = logged.map { min($0.lowerBound, event.seq)...max($0.upperBound, event.seq) } ?? event.seq...event.seq
+        }
+
+        let c = st.updateCounters
+        c.bind(1, batch.counters.clock.microseconds)
+        c.bind(2, nextSequence)
+        c.bind(3, nextSession)
+        c.bind(4, nextTask)
+        try run(c, db, "writing the counters")
+        guard sqlite3_changes(db.handle) == 1 else { throw corrupt("the counters row is missing") }
+
+        if let logged { try trimIfDue(logged, db, st) }
+        return (logged, nextSequence)
+    }
+
+    /// Deletes the events older than the capacity allows, once they exceed it by the slack: one
+    /// range delete on the rowid every so often instead of a few rows at every commit.
+    private func trimIfDue(_ logged: ClosedRange<UInt64>, _ db: SQLiteConnection, _ st: Statements) throws(StoreError) {
+        let oldest = min(loggedOldest ?? logged.lowerBound, logged.lowerBound)
+        let newest = max(loggedNewest ?? 0, logged.upperBound)
+        let capacity = UInt64(eventLogCapacity)
+        guard newest >= oldest, newest - oldest + 1 > capacity + UInt64(Tuning.trimSlack(capacity: eventLogCapacity))
+        else { return }
+        let cutoff = newest - capacity + 1
+        st.trimEvents.bind(1, cutoff)
+        try run(st.trimEvents, db, "trimming the event log")
+        pendingTrim = cutoff
+    }
+
+    private func ref(of app: AppID, _ owner: @autoclosure () -> String) throws(StoreError) -> Int64 {
+        guard let ref = appRefs[app] else {
+            throw StoreError(kind: .misuse, path: path,
+                             message: "\(owner()) names app \(app), which is neither stored nor in the batch")
+        }
+        return ref
+    }
+
+    private func configurationRef(_ name: String, _ db: SQLiteConnection, _ st: Statements) throws(StoreError) -> Int64 {
+        if let ref = configurationRefs[name] { return ref }
+        let ref = Int64(configurationsByRef.count)
+        st.insertConfiguration.bind(1, ref)
+        st.insertConfiguration.bind(2, text: name)
+        try run(st.insertConfiguration, db, "writing configuration name \"\(name)\"")
+        try remember(configuration: name, ref: ref)
+        return ref
+    }
+
+    /// Undoes the references a rolled-back transaction had assigned.
+    private func forgetReferences(appsFrom: Int, configurationsFrom: Int) {
+        while appsByRef.count > appsFrom {
+            if let app = appsByRef.removeLast() { appRefs[app] = nil }
+        }
+        while configurationsByRef.count > configurationsFrom {
+            if let name = configurationsByRef.removeLast() { configurationRefs[name] = nil }
+        }
+    }
+
+    /// Steps a statement that returns no rows and resets it.
+    @inline(__always)
+    func run(_ s: Statement, _ db: SQLiteConnection, _ context: @autoclosure () -> String) throws(StoreError) {
+        let rc = s.step()
+        guard rc == SQLITE_DONE else {
+            let error = db.error(rc, context())
+            s.reset()
+            throw error
+        }
+        s.reset()
+    }
+}

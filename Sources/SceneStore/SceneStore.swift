@@ -1,0 +1,193 @@
+import CSQLite
+import SceneCore
+
+/// scened's persistent state in one SQLite database (WAL): apps with their pending discards,
+/// sessions, background tasks, the counters (clock, sequence and identifier high-water marks) and
+/// a bounded log of recent events.
+///
+/// Single-threaded: the daemon's loop thread owns it. Every mutation goes through `commit`, one
+/// transaction per loop iteration.
+public final class SceneStore {
+    /// The schema this build reads and writes; older files are migrated forward on open.
+    public static var schemaVersion: Int { Schema.currentVersion }
+
+    public let path: String
+    public let durability: Durability
+    /// How many of the most recent sequence numbers the event log keeps.
+    public let eventLogCapacity: Int
+
+    var connection: SQLiteConnection?
+    var file: DatabaseFile?
+    var statements: Statements?
+
+    /// Identifiers stored once and referred to by number (schema v2). Refs are assigned here,
+    /// densely from 1, so lookups by ref are array indexes.
+    var appRefs: [AppID: Int64] = [:]
+    var appsByRef: [AppID?] = [nil]
+    var configurationRefs: [String: Int64] = [:]
+    var configurationsByRef: [String?] = [nil]
+
+    /// The sequence numbers physically in the events table (trimming leaves some slack).
+    var loggedOldest: UInt64?
+    var loggedNewest: UInt64?
+    /// The cutoff of a trim inside the open transaction, applied to `loggedOldest` on commit.
+    var pendingTrim: UInt64?
+    /// The committed sequence high-water mark: an event numbered below it would reuse a number.
+    var sequenceFloor: UInt64 = 1
+
+    /// Opens the database at `path`, creating the file if it does not exist (the directory must).
+    /// Migrates an older schema forward in one transaction; refuses a newer one, a file that is
+    /// not a scened database, a damaged one, one another process holds, or one that cannot be
+    /// written. Never re-creates or overwrites an existing file.
+    public init(path: String, durability: Durability = .full, eventLogCapacity: Int = 100_000) throws(StoreError) {
+        self.path = path
+        self.durability = durability
+        guard eventLogCapacity >= 0 else {
+            throw StoreError(kind: .misuse, path: path, message: "negative event log capacity \(eventLogCapacity)")
+        }
+        self.eventLogCapacity = eventLogCapacity
+        let file = try DatabaseFile.open(path: path)
+        self.file = file
+        do throws(StoreError) {
+            let db = try SQLiteConnection(path: path)
+            connection = db
+            // Refuse what is not ours before anything (even the switch to WAL) writes to it.
+            let version = try Schema.inspect(db, path: path)
+            try configure(db)
+            if version < Schema.currentVersion {
+                try Schema.migrate(db, from: version, to: Schema.currentVersion)
+            }
+            try checkOnOpen(db)
+            statements = try Statements(db)
+            try readDictionaries(db)
+            try readLogBounds(db)
+            sequenceFloor = max(try db.integer("SELECT next_sequence FROM counters WHERE id = 1", "reading the counters")
+                                    .map { UInt64(bitPattern: $0) } ?? 1,
+                                (loggedNewest ?? 0) &+ 1)
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    /// Closes the database and releases the lock. Further calls throw `.misuse`.
+    public func close() {
+        statements?.finalize()
+        statements = nil
+        connection?.close()
+        connection = nil
+        // Only now: closing this descriptor while SQLite had the file open could drop SQLite's
+        // own POSIX locks.
+        file?.close()
+        file = nil
+    }
+
+    // MARK: - Opening
+
+    /// WAL and the connection's settings; sizes and their reasons are in `Tuning`.
+    private func configure(_ db: SQLiteConnection) throws(StoreError) {
+        let mode = try db.texts("PRAGMA journal_mode = WAL", "setting WAL mode").first ?? ""
+        guard mode.lowercased() == "wal" else {
+            throw StoreError(kind: .notWritable, path: path, message: "cannot switch to WAL mode (journal_mode is \(mode))")
+        }
+        // SQLite falls back to read-only when it cannot write the file; a daemon must not.
+        if sqlite3_db_readonly(db.handle, "main") == 1 {
+            throw StoreError(kind: .notWritable, path: path, message: "SQLite opened the database read-only")
+        }
+        try db.execute("""
+            PRAGMA synchronous = \(durability.pragma);
+            PRAGMA wal_autocheckpoint = \(Tuning.walAutocheckpointPages);
+            PRAGMA journal_size_limit = \(Tuning.journalSizeLimit);
+            PRAGMA cache_size = \(Tuning.cacheSizeKiB);
+            PRAGMA cell_size_check = ON;
+            PRAGMA secure_delete = FAST;
+            PRAGMA trusted_schema = OFF;
+            """, "configuring the connection")
+        // cell_size_check: every b-tree page read is sanity-checked as it is loaded, so damage
+        // surfaces as SQLITE_CORRUPT where it is read (part of the cheap check, see below).
+        // secure_delete: Debian builds SQLite with it on, zeroing every deleted row (each event-log
+        // trim); FAST zeroes only where that costs no extra page write.
+        // trusted_schema: a tampered file's schema may not call functions behind our back.
+    }
+
+    /// The cheap corruption check. A full `PRAGMA quick_check` reads every page: 0.7 s for a
+    /// million sessions, a quarter of the start-up budget. Instead: SQLite has already parsed
+    /// page 1 and the schema; every table but sessions gets a real b-tree check (quick_check of a
+    /// table: the event log is bounded, ~40 ms at 100,000 events; the rest is tiny); sessions has
+    /// both ends of its b-tree read here, and all of it read by load(), with cell_size_check on so
+    /// each page is checked as it comes in. `integrityCheck()` is the full check, for operators.
+    private func checkOnOpen(_ db: SQLiteConnection) throws(StoreError) {
+        for table in ["counters", "apps", "configurations", "tasks", "events"] {
+            let result = try db.texts("PRAGMA quick_check(\(table))", "checking table \(table)")
+            guard result == ["ok"] else {
+                throw StoreError(kind: .corrupt, path: path,
+                                 message: "table \(table) is damaged: \(result.prefix(3).joined(separator: "; "))")
+            }
+        }
+        // One min() or max() per query: SQLite answers those from the b-tree's end; both in one
+        // query would scan the table.
+        _ = try db.integer("SELECT min(id) FROM sessions", "checking table sessions")
+        _ = try db.integer("SELECT max(id) FROM sessions", "checking table sessions")
+    }
+
+    private func readDictionaries(_ db: SQLiteConnection) throws(StoreError) {
+        let apps = try db.prepare("SELECT ref, id FROM apps ORDER BY ref", persistent: false, "reading apps")
+        defer { apps.finalize() }
+        while true {
+            let rc = apps.step()
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else { throw db.error(rc, "reading apps") }
+            let text = apps.text(1)
+            guard let id = AppID(text) else { throw corrupt("apps row \(apps.int64(0)): invalid app id \"\(text)\"") }
+            try remember(app: id, ref: apps.int64(0))
+        }
+        let configurations = try db.prepare("SELECT ref, name FROM configurations ORDER BY ref", persistent: false,
+                                            "reading configurations")
+        defer { configurations.finalize() }
+        while true {
+            let rc = configurations.step()
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else { throw db.error(rc, "reading configurations") }
+            try remember(configuration: configurations.text(1), ref: configurations.int64(0))
+        }
+    }
+
+    func remember(app: AppID, ref: Int64) throws(StoreError) {
+        guard ref >= 1, ref < Int64(Int32.max), appRefs[app] == nil else { throw corrupt("apps row \(ref): bad reference") }
+        while appsByRef.count <= Int(ref) { appsByRef.append(nil) }
+        appsByRef[Int(ref)] = app
+        appRefs[app] = ref
+    }
+
+    func remember(configuration: String, ref: Int64) throws(StoreError) {
+        guard ref >= 1, ref < Int64(Int32.max), configurationRefs[configuration] == nil else {
+            throw corrupt("configurations row \(ref): bad reference")
+        }
+        while configurationsByRef.count <= Int(ref) { configurationsByRef.append(nil) }
+        configurationsByRef[Int(ref)] = configuration
+        configurationRefs[configuration] = ref
+    }
+
+    // MARK: - Shared
+
+    func openConnection() throws(StoreError) -> (SQLiteConnection, Statements) {
+        guard let connection, let statements else {
+            throw StoreError(kind: .misuse, path: path, message: "the store is closed")
+        }
+        return (connection, statements)
+    }
+
+    func corrupt(_ what: String) -> StoreError {
+        StoreError(kind: .corrupt, path: path, message: "database content is damaged: \(what)")
+    }
+
+    /// PRAGMA integrity_check: every page, index and constraint. ["ok"] when sound, else what is
+    /// wrong; throws `.corrupt` when the damage stops the check itself. Reads the whole file, so
+    /// it is for operators and tests, not the start-up path.
+    public func integrityCheck() throws(StoreError) -> [String] {
+        let (db, _) = try openConnection()
+        return try db.texts("PRAGMA integrity_check", "checking integrity")
+    }
+}

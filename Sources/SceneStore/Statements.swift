@@ -1,0 +1,93 @@
+import CSQLite
+
+/// Every statement a commit or a log read uses, prepared once (SQLITE_PREPARE_PERSISTENT) and
+/// reset after each use. load() prepares its own, as it runs once per start.
+struct Statements {
+    let begin: Statement
+    let commit: Statement
+    let rollback: Statement
+    let upsertApp: Statement
+    let insertConfiguration: Statement
+    let upsertSession: Statement
+    let deleteSession: Statement
+    let upsertTask: Statement
+    let deleteTask: Statement
+    let insertEvent: Statement
+    let updateCounters: Statement
+    let trimEvents: Statement
+    let selectEvents: Statement
+
+    init(_ db: SQLiteConnection) throws(StoreError) {
+        var made: [Statement] = []
+        func prepare(_ sql: String) throws(StoreError) -> Statement {
+            do throws(StoreError) {
+                let s = try db.prepare(sql, "preparing statements")
+                made.append(s)
+                return s
+            } catch {
+                for s in made { s.finalize() }
+                throw error
+            }
+        }
+        begin = try prepare("BEGIN IMMEDIATE")
+        commit = try prepare("COMMIT")
+        rollback = try prepare("ROLLBACK")
+        upsertApp = try prepare("""
+            INSERT INTO apps (ref, id, process, pending_discards, idle_since, background_entered_at, launched_at,
+                              launches, base_footprint)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+            ON CONFLICT (ref) DO UPDATE SET
+                process = excluded.process, pending_discards = excluded.pending_discards,
+                idle_since = excluded.idle_since, background_entered_at = excluded.background_entered_at,
+                launched_at = excluded.launched_at, launches = excluded.launches,
+                base_footprint = excluded.base_footprint
+            """)
+        insertConfiguration = try prepare("INSERT INTO configurations (ref, name) VALUES (?1, ?2)")
+        upsertSession = try prepare("""
+            INSERT INTO sessions (id, app, role, configuration, user_info, restoration, footprint, condition,
+                                  scene_state, scene_instance, created_at, last_active_at, background_since,
+                                  activations, restores, restore_cost_ms, protected, activation_score)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+            ON CONFLICT (id) DO UPDATE SET
+                app = excluded.app, role = excluded.role, configuration = excluded.configuration,
+                user_info = excluded.user_info, restoration = excluded.restoration, footprint = excluded.footprint,
+                condition = excluded.condition, scene_state = excluded.scene_state,
+                scene_instance = excluded.scene_instance, created_at = excluded.created_at,
+                last_active_at = excluded.last_active_at, background_since = excluded.background_since,
+                activations = excluded.activations, restores = excluded.restores,
+                restore_cost_ms = excluded.restore_cost_ms, protected = excluded.protected,
+                activation_score = excluded.activation_score
+            """)
+        deleteSession = try prepare("DELETE FROM sessions WHERE id = ?1")
+        upsertTask = try prepare("""
+            INSERT INTO tasks (token, app, session, name, began_at, expiration_sent_at)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+            ON CONFLICT (token) DO UPDATE SET
+                app = excluded.app, session = excluded.session, name = excluded.name,
+                began_at = excluded.began_at, expiration_sent_at = excluded.expiration_sent_at
+            """)
+        deleteTask = try prepare("DELETE FROM tasks WHERE token = ?1")
+        insertEvent = try prepare("""
+            INSERT INTO events (seq, time, name, app, session, scene_instance, state, app_state, cause, extra)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+            """)
+        // High-water marks only move forward, whatever a caller passes.
+        updateCounters = try prepare("""
+            UPDATE counters SET clock = max(clock, ?1), next_sequence = max(next_sequence, ?2),
+                                next_session = max(next_session, ?3), next_task = max(next_task, ?4)
+            WHERE id = 1
+            """)
+        trimEvents = try prepare("DELETE FROM events WHERE seq < ?1")
+        selectEvents = try prepare("""
+            SELECT seq, time, name, app, session, scene_instance, state, app_state, cause, extra
+            FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2
+            """)
+    }
+
+    func finalize() {
+        for s in [begin, commit, rollback, upsertApp, insertConfiguration, upsertSession, deleteSession, upsertTask,
+                  deleteTask, insertEvent, updateCounters, trimEvents, selectEvents] {
+            s.finalize()
+        }
+    }
+}

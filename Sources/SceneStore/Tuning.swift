@@ -1,0 +1,16 @@
+/// Sizes, and why.
+enum Tuning {
+    /// A checkpoint every ~16 MB of WAL rather than SQLite's 4 MB: under a steady stream of
+    /// commits, a quarter as many checkpoints, each of which copies pages into the main file and
+    /// (FULL and NORMAL) fsyncs it.
+    static let walAutocheckpointPages = 4000
+    /// The WAL file is cut back to this after a checkpoint, so a burst does not leave it large.
+    static let journalSizeLimit = 64 << 20
+    /// 16 MiB of page cache (negative: KiB). A million sessions take ~60 MB of pages; caching
+    /// them all would keep that much in the daemon for little gain: a miss is one pread from the
+    /// kernel's page cache. load() releases what its full scan brought in.
+    static let cacheSizeKiB = -16384
+    /// The event log is trimmed once it holds this fraction of its capacity too many, so a trim
+    /// deletes a long run of rows at once instead of a few rows per commit.
+    static func trimSlack(capacity: Int) -> Int { max(capacity / 8, 64) }
+}

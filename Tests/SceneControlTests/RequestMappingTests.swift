@@ -1,0 +1,102 @@
+import Testing
+import Varlink
+@testable import SceneControl
+
+/// Each command line becomes exactly one Varlink call with these parameters.
+@Suite struct RequestMappingTests {
+    static let mappings: [([String], String, JSONObject, Bool)] = [
+        (["status"], "GetStatus", [:], false),
+        (["reload"], "Reload", [:], false),
+        (["list"], "ListSessions", [:], true),
+        (["list", "--app", "com.example.mail", "--state", "foregroundActive", "--condition", "archived"],
+         "ListSessions", ["app": "com.example.mail", "condition": "archived", "state": "foregroundActive"], true),
+        (["show", "s42", "-n", "0"], "GetSession", ["session": "s42"], false),
+        (["show", "42", "-n", "0"], "GetSession", ["session": "s42"], false),
+        (["show-app", "com.example.mail"], "GetApp", ["app": "com.example.mail"], false),
+        (["apps"], "ListApps", [:], false),
+        (["tasks"], "ListApps", [:], false),
+        (["launch", "com.example.mail"], "Launch", ["app": "com.example.mail"], false),
+        (["terminate", "com.example.mail"], "Terminate", ["app": "com.example.mail"], false),
+        (["connect", "com.example.mail"], "Connect", ["app": "com.example.mail"], false),
+        (["connect", "com.example.mail", "--role", "carTemplateApplication", "--configuration", "Car",
+          "--footprint", "50M", "--background", "--user-info", "{\"doc\":7}", "--protected", "--restore-cost", "120"],
+         "Connect", ["app": "com.example.mail", "role": "carTemplateApplication", "configuration": "Car",
+                     "userInfo": ["doc": 7], "footprint": 52_428_800, "background": true, "protected": true,
+                     "restoreCostMs": 120], false),
+        (["activate", "s1"], "Activate", ["session": "s1"], false),
+        (["deactivate", "s2"], "Deactivate", ["session": "s2"], false),
+        (["background", "s3"], "Background", ["session": "s3"], false),
+        (["disconnect", "s4"], "Disconnect", ["session": "s4"], false),
+        (["discard", "s5"], "Discard", ["session": "s5"], false),
+        (["save-state", "s1", "{\"scroll\":[1,2]}"], "SaveState", ["session": "s1", "restoration": ["json": ["scroll": [1, 2]]]], false),
+        (["save-state", "s1", "--base64", "AAEC/w=="], "SaveState", ["session": "s1", "restoration": ["base64": "AAEC/w=="]], false),
+        (["save-state", "s1", "--clear"], "SaveState", ["session": "s1"], false),
+        (["set-user-info", "s1", "{\"k\":\"v\"}"], "SaveUserInfo", ["session": "s1", "userInfo": ["k": "v"]], false),
+        (["set-footprint", "s1", "1.5K"], "SetFootprint", ["session": "s1", "footprint": 1536], false),
+        (["set-protected", "s1", "no"], "SetProtected", ["session": "s1", "protected": false], false),
+        (["set-app-footprint", "com.example.mail", "4096"], "SetAppFootprint", ["app": "com.example.mail", "footprint": 4096], false),
+        (["task", "begin", "s9"], "BeginBackgroundTask", ["session": "s9"], false),
+        (["task", "begin", "--app", "com.example.mail", "--name", "upload"], "BeginBackgroundTask", ["app": "com.example.mail", "name": "upload"], false),
+        (["task", "end", "t3"], "EndBackgroundTask", ["token": "t3"], false),
+        (["task", "end", "3"], "EndBackgroundTask", ["token": "t3"], false),
+        (["memory-warning"], "MemoryWarning", [:], false),
+        (["memory-warning", "com.example.mail", "com.example.maps"], "MemoryWarning", ["apps": ["com.example.mail", "com.example.maps"]], false),
+        (["monitor"], "Monitor", [:], true),
+        (["monitor", "--app", "com.example.mail", "--session", "s2", "--since", "100"], "Monitor",
+         ["app": "com.example.mail", "session": "s2", "since": 100], true),
+    ]
+
+    @Test(arguments: mappings) func commandBecomesCall(_ arguments: [String], _ method: String, _ parameters: JSONObject, _ more: Bool) {
+        let result = ctl(arguments)
+        #expect(result.status == 0, "\(arguments): \(result.err)")
+        #expect(result.calls == [RecordedCall(method: "io.scened.Manager." + method, parameters: parameters, more: more)], "\(arguments)")
+        #expect(result.err.isEmpty)
+    }
+
+    @Test func everyDaemonVerbIsMapped() throws {
+        var mapped: Set<String> = []
+        for (arguments, _, _, _) in Self.mappings {
+            if let name = try ArgumentParser.parse(arguments).verb?.name { mapped.insert(name) }
+        }
+        // logs reads the journal and never calls the daemon.
+        #expect(mapped == Set(Verb.all.map(\.name)).subtracting(["logs"]))
+    }
+
+    @Test func mutatingVerbsAreQuietUnlessAsked() {
+        let events: JSONObject = ["events": [
+            ["seq": 10, "time": 0, "event": "willEnterForeground", "app": "com.example.mail", "session": "s1", "state": "foregroundInactive"],
+            ["seq": 11, "time": 0, "event": "didBecomeActive", "app": "com.example.mail", "session": "s1", "state": "foregroundActive"],
+        ]]
+        let quiet = ctl(["activate", "s1"], replies: ["Activate": [.success(events)]])
+        #expect(quiet.status == 0)
+        #expect(quiet.out.isEmpty)
+
+        let verbose = ctl(["-v", "activate", "s1"], replies: ["Activate": [.success(events)]])
+        #expect(verbose.out == """
+            SEQ EVENT               APP              SESSION STATE
+             10 willEnterForeground com.example.mail s1      foregroundInactive
+             11 didBecomeActive     com.example.mail s1      foregroundActive
+
+            2 events.
+
+            """)
+
+        let json = ctl(["activate", "s1", "--json"], replies: ["Activate": [.success(events)]])
+        #expect(json.out == JSONValue.object(events).serializedString() + "\n")
+        #expect(!json.out.dropLast().contains("\n"), "one line")
+    }
+
+    @Test func connectAndTaskBeginPrintWhatTheyCreated() {
+        let session: JSONObject = ["session": ["id": "s77", "app": "com.example.mail"], "events": [
+            ["seq": 1, "time": 0, "event": "didFinishLaunching", "app": "com.example.mail", "state": "running"],
+        ]]
+        #expect(ctl(["connect", "com.example.mail"], replies: ["Connect": [.success(session)]]).out == "s77\n")
+        let verbose = ctl(["connect", "com.example.mail", "-v", "--no-legend"], replies: ["Connect": [.success(session)]])
+        #expect(verbose.out == "s77\n1 didFinishLaunching com.example.mail - running\n")
+
+        let task: JSONObject = ["task": ["token": "t5", "app": "com.example.mail", "name": "", "beganAt": 0], "events": []]
+        #expect(ctl(["task", "begin", "s1"], replies: ["BeginBackgroundTask": [.success(task)]]).out == "t5\n")
+        #expect(ctl(["task", "begin", "s1", "--json"], replies: ["BeginBackgroundTask": [.success(task)]]).out
+            == JSONValue.object(task).serializedString() + "\n")
+    }
+}
