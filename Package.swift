@@ -22,14 +22,30 @@ let package = Package(
         .target(name: "SystemdKit", dependencies: ["CSystemd"]),
         // SQLite persistence.
         .target(name: "SceneStore", dependencies: ["SceneCore", "CSQLite"]),
+        // scenectl's logic, as a library so that it can be unit-tested.
+        .target(name: "SceneControl", dependencies: ["Varlink", "SystemdKit", "SceneCore"]),
         // Service wiring.
         .target(name: "SceneDaemon", dependencies: ["SceneCore", "SceneStore", "SystemdKit", "Varlink"]),
 
         .executableTarget(name: "scened", dependencies: ["SceneDaemon"]),
-        .executableTarget(name: "scenectl", dependencies: ["Varlink", "SystemdKit", "SceneCore"]),
+        .executableTarget(name: "scenectl", dependencies: ["SceneControl"]),
+
+        // Benchmarks: release-built executables that print figures and conditions; never tests.
+        .executableTarget(name: "scenecore-bench", dependencies: ["SceneCore"]),
+        .executableTarget(name: "scened-bench", dependencies: ["Varlink"]),
+
+        // Trace replay of the reclaim policy against baselines on a virtual clock (§3.7).
+        .target(name: "SceneReplay", dependencies: ["SceneCore", "Varlink"]),
+        .executableTarget(name: "scene-replay", dependencies: ["SceneReplay"]),
 
         .testTarget(name: "SceneCoreTests", dependencies: ["SceneCore"]),
         .testTarget(name: "VarlinkTests", dependencies: ["Varlink"]),
         .testTarget(name: "SystemdKitTests", dependencies: ["SystemdKit"]),
+        .testTarget(name: "SceneControlTests", dependencies: ["SceneControl", "Varlink", "SceneCore"]),
+        .testTarget(name: "SceneStoreTests", dependencies: ["SceneStore", "SceneCore"]),
+        // Fixtures are read by path (#filePath), not bundled: excluded from the sources.
+        .testTarget(name: "ReclaimTests", dependencies: ["SceneCore", "SceneReplay"], exclude: ["Fixtures"]),
+        .testTarget(name: "DaemonIntegrationTests", dependencies: ["Varlink", "SceneCore"]),
+        .testTarget(name: "SystemTests", dependencies: []),
     ]
 )

@@ -85,6 +85,10 @@ enum ArgumentParser {
                 } else {
                     throw .usage("unknown command '\(name)' (see 'scenectl --help')")
                 }
+            } else if command.arguments.isEmpty, let current = command.verb,
+                      let sub = verbs.first(where: { $0.name == current.name + " " + argument }) {
+                // A verb that is also a group ("pressure", "pressure set"): the longer name wins.
+                command.verb = sub
             } else {
                 command.arguments.append(argument)
             }

@@ -29,6 +29,8 @@ final class Daemon {
     private var reclaimTimer: TimerSource?
     private var finishStep: DeferSource?
     private var finishing = false
+    /// Work was queued while finishing (a paused client resumed and sent more): run again.
+    private var finishAgain = false
     private var status: StatusReporter!
     /// Set when the last reload failed, shown in STATUS= until the next good one.
     private var reloadError: String?
@@ -107,7 +109,10 @@ final class Daemon {
     }
 
     private func requestFinish() {
-        guard !finishing else { return }
+        if finishing {
+            finishAgain = true
+            return
+        }
         finishStep?.trigger()
     }
 
@@ -119,7 +124,11 @@ final class Daemon {
     /// The end of a loop iteration: reclaim, commit, publish, release replies, re-arm timers.
     private func finishIteration() {
         finishing = true
-        defer { finishing = false }
+        finishAgain = false
+        defer {
+            finishing = false
+            if finishAgain { finishStep?.trigger() }
+        }
         reclaim.evaluate()
         var failure: VarlinkError?
         switch manager.commit() {
@@ -139,6 +148,10 @@ final class Daemon {
             status.changed()
         }
         listener.flush(failure: failure)
+        // A client paused for backpressure is read again inside the flush once its output
+        // drained; the calls it then handled wait for a commit: run again now instead of
+        // waiting for an unrelated wake-up (requestFinish is ignored while finishing).
+        if listener.hasQueuedFlush { finishStep?.trigger() }
         rearmEngineTimer()
     }
 

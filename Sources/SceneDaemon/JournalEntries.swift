@@ -40,7 +40,10 @@ struct LogEntry: Equatable {
 
 /// Turns committed events into journal entries: one entry per state change, not per callback.
 /// Consecutive events of the same session (or, for app events, the same app) with the same
-/// cause form one change; its SCENED_EVENT fields list the callbacks in order.
+/// cause form one change. SCENED_EVENTS lists its events in order, space-separated; the
+/// repeated SCENED_EVENT and SCENED_SEQ fields are for matching (journalctl SCENED_EVENT=…)
+/// only, because journald stores an entry's fields ordered by data object and drops repeated
+/// identical values, so their order (and their pairing) does not survive the journal.
 enum JournalEntries {
     static func entries(for events: [LifecycleEvent], pressure: PressureLevel) -> [LogEntry] {
         var out: [LogEntry] = []
@@ -132,6 +135,7 @@ enum JournalEntries {
             fields.append(("SCENED_EVENT", e.name.name))
             fields.append(("SCENED_SEQ", String(e.seq)))
         }
+        fields.append(("SCENED_EVENTS", names.map(\.name).joined(separator: " ")))
         fields.append(("SCENED_STATE", last.state.name))
         fields.append(("SCENED_APP_STATE", last.appState.name))
         fields.append(("SCENED_CAUSE", last.cause.name))

@@ -349,7 +349,7 @@ final class ManagerVarlink {
         w.field("level", monitor.level.name)
         w.key("sources")
         w.beginArray()
-        for source in monitor.sources {
+        for source in monitor.sources(now: self.manager.clock.now()) {
             w.beginObject()
             w.field("name", source.name)
             w.field("level", source.level.name)

@@ -61,7 +61,7 @@ final class PressureMonitor {
         var detail: String
     }
 
-    var sources: [SourceReport] {
+    func sources(now: Timestamp) -> [SourceReport] {
         var out: [SourceReport] = []
         if simulatedEnabled {
             out.append(SourceReport(name: "simulated", level: gauge.level,
@@ -72,7 +72,7 @@ final class PressureMonitor {
         }
         if let o = override {
             out.append(SourceReport(name: "override", level: o.level,
-                                    detail: o.until.map { "until \($0.microseconds)" } ?? "until cleared"))
+                                    detail: o.until.map { "forced; lapses in \(($0 - now).formatted)" } ?? "forced until cleared"))
         }
         return out
     }

@@ -43,7 +43,7 @@ final class ReclaimController {
                           "Memory pressure \(old.name) → \(newLevel.name); \(Format.bytes(usage)) of \(Format.bytes(monitor.budget)).",
                           [("SCENED_PRESSURE", newLevel.name), ("SCENED_PRESSURE_BEFORE", old.name),
                            ("SCENED_USAGE", String(usage)), ("SCENED_BUDGET", String(monitor.budget)),
-                           ("SCENED_PRESSURE_SOURCES", monitor.sources.filter { $0.level > .normal }.map(\.name).joined(separator: ","))])
+                           ("SCENED_PRESSURE_SOURCES", monitor.sources(now: now).filter { $0.level > .normal }.map(\.name).joined(separator: ","))])
             if newLevel == .normal { reportedUnrelievable = false }
             onLevelChange?()
         }

@@ -29,6 +29,8 @@ final class VarlinkListener {
     static let outputHighWater = 1 << 20
     /// Bytes read from one client per wake-up, so that one busy client can't starve the rest.
     static let readBudget = 256 * 1024
+    /// Calls handled from one client per loop iteration before the commit must run.
+    static let callsPerIteration = 4096
     static let protocolViolationError = "io.scened.Manager.ProtocolViolation"
 
     init(loop: EventLoop, listenFD: Int32, path: String, limits: VarlinkConnection.Limits = .init()) {
@@ -46,6 +48,9 @@ final class VarlinkListener {
     }
 
     var connectionCount: Int { connections.count }
+
+    /// Calls were handled after the last flush began: another commit and flush are due.
+    var hasQueuedFlush: Bool { !flushQueue.isEmpty }
 
     // MARK: - Accept and read
 
@@ -119,32 +124,39 @@ final class VarlinkListener {
         processCalls(conn)
     }
 
-    /// Handles every complete call in the input, in order, until the connection becomes busy
-    /// (a stream), backed up, or broken.
+    /// Handles the complete calls in the input, in order, until the connection becomes busy
+    /// (a stream), backed up, broken, or has had its share for this loop iteration.
+    ///
+    /// A connection that handled calls stops being read until the end-of-iteration commit and
+    /// flush: otherwise a client that never pauses (pipelining without a window, a oneway
+    /// flood) would keep its socket readable, win every dispatch over the lower-priority
+    /// commit step, and starve the commit, every other client's replies and the watchdog.
     func processCalls(_ conn: ClientConnection) {
-        var handled = false
-        while !conn.isClosed && conn.stream == nil && !conn.closeAfterFlush {
-            if conn.heldBytes + conn.wire.pendingOutputCount >= Self.outputHighWater {
-                pauseReading(conn)
-                break
-            }
+        var handled = 0
+        while !conn.isClosed && conn.stream == nil && !conn.closeAfterFlush && handled < Self.callsPerIteration {
+            if conn.heldBytes + conn.wire.pendingOutputCount >= Self.outputHighWater { break }
             switch conn.wire.nextCall() {
             case .needMoreData:
-                resumeReading(conn)
-                if handled { scheduleFlush(conn) }
+                if handled == 0 {
+                    resumeReading(conn)
+                    return
+                }
+                pauseReading(conn)
+                scheduleFlush(conn)
                 return
             case .violation(let violation):
                 // The connection is beyond repair; say why, then close it.
                 conn.holdRaw(violation.errorReply(errorName: Self.protocolViolationError))
                 conn.closeAfterFlush = true
-                handled = true
+                handled += 1
             case .call(let call):
                 handleCall?(call, conn)
-                handled = true
+                handled += 1
             }
         }
-        if conn.stream != nil || conn.closeAfterFlush { pauseReading(conn) }
-        if handled || conn.stream != nil { scheduleFlush(conn) }
+        if conn.isClosed { return }
+        pauseReading(conn)
+        scheduleFlush(conn)
     }
 
     private func pauseReading(_ conn: ClientConnection) {
@@ -227,14 +239,20 @@ final class VarlinkListener {
     }
 
     /// Once output has drained, a stream gets more to send and a paused client is read again.
+    /// A stream is topped up until the socket stops taking data (EPOLLOUT then resumes it) or
+    /// it has nothing more to give (a live monitor waits for events).
     private func resumeIfDrained(_ conn: ClientConnection) {
-        let backlog = conn.wire.pendingOutputCount
-        if conn.stream != nil && backlog < Self.outputHighWater / 4 {
+        while conn.stream != nil && !conn.isClosed && conn.wire.pendingOutputCount < Self.outputHighWater / 4 {
+            let before = conn.wire.pendingOutputCount
             produceStream?(conn)
+            if conn.isClosed { return }
+            let produced = conn.wire.pendingOutputCount != before
             if conn.wire.hasPendingOutput { writeOutput(conn) }
-            return
+            if !produced || conn.wire.hasPendingOutput { break }
         }
-        if conn.stream == nil && conn.readingPaused && !conn.closeAfterFlush && backlog < Self.outputHighWater / 4 {
+        if conn.isClosed { return }
+        if conn.stream == nil && conn.readingPaused && !conn.closeAfterFlush
+            && conn.wire.pendingOutputCount < Self.outputHighWater / 4 {
             resumeReading(conn)
             processCalls(conn)
         }
@@ -270,6 +288,17 @@ extension ClientConnection {
         hold { w in
             // The violation reply comes framed with its NUL; the writer adds one itself.
             w.bytes.append(contentsOf: bytes.last == 0 ? bytes.dropLast() : bytes[...])
+        }
+    }
+}
+
+extension ClientConnection {
+    /// A stream with more to send right now: a listing, or a monitor still replaying its backlog.
+    var streamHasMore: Bool {
+        switch stream {
+        case .listing: true
+        case .monitor(let m): m.backlogNext != nil
+        case nil: false
         }
     }
 }

@@ -1,0 +1,244 @@
+// Measures scened over its socket: transitions per second (pipelined, 1 and 8 connections),
+// round trips, listing, memory, durability costs and start-up time. Release build:
+//   swift build -c release && .build/release/scened-bench [daemon|durable|startup|logging|all]
+// Figures depend on the machine and its load: compare the lines of one run with each other.
+import Glibc
+import Varlink
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+let mode = arguments.first ?? "all"
+func option(_ name: String, _ fallback: Int) -> Int {
+    guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count, let v = Int(arguments[i + 1]) else { return fallback }
+    return v
+}
+let seconds = Double(option("--seconds", 3))
+let sessionCount = option("--sessions", 100_000)
+let bigCount = option("--startup-sessions", 1_000_000)
+
+/// The daemon binary next to this one.
+let binary: String = {
+    var buffer = [Int8](repeating: 0, count: 4096)
+    let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    let own = n > 0 ? String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+    return String(own[..<(own.lastIndex(of: "/") ?? own.startIndex)]) + "/scened"
+}()
+
+func makeDirectory() -> String {
+    var template = Array("/tmp/scened-bench-XXXXXX".utf8CString)
+    let path = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+    return String(cString: path!)
+}
+
+func removeTree(_ path: String) {
+    let args = ["/bin/rm", "-rf", path]
+    if let pid = try? spawn(args, env: [], stdoutPath: "/dev/null", stderrPath: "/dev/null") {
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+    }
+}
+
+func config(durability: String, logLevel: String = "notice") -> String {
+    """
+    [Daemon]
+    LogLevel=\(logLevel)
+    [Store]
+    Durability=\(durability)
+    [Pressure]
+    MemoryBudget=1T
+    """
+}
+
+func mb(_ bytes: Int) -> String { "\(bytes / (1 << 20)) MiB" }
+func perSecond(_ n: Int, _ s: Double) -> Int { Int((Double(n) / s).rounded()) }
+func ms(_ s: Double) -> String {
+    let v = (s * 10_000).rounded() / 10
+    return "\(v) ms"
+}
+func us(_ s: Double) -> String { "\(Int((s * 1e6).rounded())) µs" }
+
+/// Creates `count` background sessions spread over 100 apps, pipelined on one connection.
+func createSessions(_ daemon: BenchDaemon, count: Int, firstApp: Int = 0) throws -> Double {
+    var script: [[UInt8]] = []
+    script.reserveCapacity(min(count, 100_000))
+    for i in 0..<min(count, 100_000) {
+        script.append(frame("Connect", ["app": .string("com.example.app\((i + firstApp) % 100)"),
+                                        "background": true, "footprint": 10_000_000]))
+    }
+    let load = try PipelinedLoad(socket: daemon.socket, scripts: [script], window: 512)
+    let r = load.run(duration: 3600, maxCalls: count)
+    if let e = r.firstError, r.errors > 0 { throw BenchError("Connect failed: \(e)") }
+    return r.seconds
+}
+
+/// activate ↔ background, each connection on its own sessions (ids first...), pipelined.
+func transitions(_ daemon: BenchDaemon, connections: Int, sessionsPerConnection: Int = 1000, window: Int = 512) throws -> (Int, Double) {
+    var scripts: [[[UInt8]]] = []
+    for c in 0..<connections {
+        var script: [[UInt8]] = []
+        for k in 0..<sessionsPerConnection {
+            let id = "s\(c * sessionsPerConnection + k + 1)"
+            script.append(frame("Activate", ["session": .string(id)]))
+            script.append(frame("Background", ["session": .string(id)]))
+        }
+        scripts.append(script)
+    }
+    let load = try PipelinedLoad(socket: daemon.socket, scripts: scripts, window: window)
+    let r = load.run(duration: seconds)
+    if r.errors > 0 { throw BenchError("\(r.errors) error replies, first: \(r.firstError ?? "?")") }
+    return (r.replies, r.seconds)
+}
+
+func roundTrips(_ daemon: BenchDaemon, method: String, parameters: JSONObject, count: Int) throws -> [Double] {
+    let client = try VarlinkClient(path: daemon.socket)
+    var samples: [Double] = []
+    samples.reserveCapacity(count)
+    for _ in 0..<count {
+        let t = now()
+        _ = try client.call("io.scened.Manager." + method, parameters)
+        samples.append(now() - t)
+    }
+    return samples.sorted()
+}
+
+func listAll(_ daemon: BenchDaemon) throws -> (Int, Double) {
+    let client = try VarlinkClient(path: daemon.socket)
+    var n = 0
+    let t = now()
+    try client.callMore("io.scened.Manager.ListSessions", [:]) { reply in
+        n += reply["sessions"]?.arrayValue?.count ?? 0
+        return true
+    }
+    return (n, now() - t)
+}
+
+/// Prints at once, even into a pipe.
+func say(_ text: String) {
+    print(text)
+    fflush(nil)
+}
+
+func header() {
+    say("scened-bench (\(mode)); release build; \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs; client: one thread, pipelined, replies framed not parsed")
+    say("a transition = one Activate or Background call (one scene state change, two callbacks)")
+}
+
+// MARK: - Modes
+
+func daemonFigures() throws {
+    let dir = makeDirectory()
+    defer { removeTree(dir) }
+    let daemon = BenchDaemon(binary: binary, directory: dir)
+    try daemon.start(config: config(durability: "off"))
+    defer { daemon.stop() }
+    say("\n== daemon (Durability=off, LogLevel=notice) ==")
+    usleep(300_000)
+    say("RSS idle: \(mb(daemon.residentBytes()))")
+    let created10k = try createSessions(daemon, count: 10_000)
+    say("created 10000 sessions in \(ms(created10k)) (\(perSecond(10_000, created10k)) Connect/s, 1 connection)")
+    let (n10k, t10k) = try listAll(daemon)
+    say("ListSessions (more) with 10000 sessions: \(n10k) sessions in \(ms(t10k))")
+    let rtt = try roundTrips(daemon, method: "GetStatus", parameters: [:], count: 2000)
+    say("round trip GetStatus: median \(us(rtt[rtt.count / 2])), p99 \(us(rtt[rtt.count * 99 / 100]))")
+    let rttA = try roundTrips(daemon, method: "GetSession", parameters: ["session": "s1"], count: 2000)
+    say("round trip GetSession: median \(us(rttA[rttA.count / 2])), p99 \(us(rttA[rttA.count * 99 / 100]))")
+    for conns in [1, 8] {
+        let cpu0 = daemon.cpuSeconds()
+        let (n, s) = try transitions(daemon, connections: conns)
+        let cpu = daemon.cpuSeconds() - cpu0
+        say("transitions, \(conns) connection\(conns == 1 ? "" : "s"), window 512: \(perSecond(n, s)) /s (\(n) in \(ms(s)); daemon CPU \(Int((cpu / s * 100).rounded()))%)")
+    }
+    let created = try createSessions(daemon, count: sessionCount - 10_000, firstApp: 10_000)
+    say("created \(sessionCount - 10_000) more sessions in \(ms(created)) (\(perSecond(sessionCount - 10_000, created)) Connect/s)")
+    let (nAll, tAll) = try listAll(daemon)
+    say("ListSessions (more) with \(sessionCount) sessions: \(nAll) sessions in \(ms(tAll))")
+    usleep(300_000)
+    say("RSS with \(sessionCount) sessions: \(mb(daemon.residentBytes()))")
+    for conns in [1, 8] {
+        let (n, s) = try transitions(daemon, connections: conns)
+        say("transitions with \(sessionCount) sessions, \(conns) connection\(conns == 1 ? "" : "s"): \(perSecond(n, s)) /s")
+    }
+}
+
+func durableFigures() throws {
+    say("\n== durability: activate↔background with \(sessionCount) sessions stored, group commit per loop iteration ==")
+    for durability in ["off", "normal", "full"] {
+        let dir = makeDirectory()
+        defer { removeTree(dir) }
+        let daemon = BenchDaemon(binary: binary, directory: dir)
+        try daemon.start(config: config(durability: durability))
+        _ = try createSessions(daemon, count: sessionCount)
+        var line = "Durability=\(durability):"
+        for conns in [1, 8] {
+            let (n, s) = try transitions(daemon, connections: conns)
+            line += " \(conns) conn \(perSecond(n, s)) /s;"
+        }
+        say(line)
+        daemon.stop()
+    }
+}
+
+func startupFigures() throws {
+    say("\n== start-up: exec → READY=1 (Durability=full) ==")
+    let dir = makeDirectory()
+    defer { removeTree(dir) }
+    let daemon = BenchDaemon(binary: binary, directory: dir)
+    try daemon.start(config: config(durability: "full"))
+    say("empty store: \(ms(daemon.readyAfter))")
+    daemon.stop()
+    try daemon.start(config: config(durability: "off"))
+    var have = 0
+    for target in [100_000, bigCount] where target > have {
+        let t = try createSessions(daemon, count: target - have, firstApp: have)
+        say("(created \(target - have) sessions in \(ms(t)))")
+        have = target
+        daemon.stop()
+        var readies: [Double] = []
+        for _ in 0..<3 {
+            try daemon.start(config: config(durability: "full"))
+            readies.append(daemon.readyAfter)
+            if readies.count < 3 { daemon.stop() }
+        }
+        readies.sort()
+        usleep(300_000)
+        say("\(target) sessions: READY after \(ms(readies[1])) (median of 3; min \(ms(readies[0]))), RSS \(mb(daemon.residentBytes()))")
+        daemon.stop()
+        try daemon.start(config: config(durability: "off"))
+    }
+    daemon.stop()
+}
+
+func loggingFigures() throws {
+    say("\n== logging: state-change entries at LogLevel=info against LogLevel=notice (off for state changes) ==")
+    say("(not under journald here: entries go to stderr, a file; the system tests measure journald itself)")
+    for level in ["notice", "info"] {
+        let dir = makeDirectory()
+        defer { removeTree(dir) }
+        let daemon = BenchDaemon(binary: binary, directory: dir)
+        try daemon.start(config: config(durability: "off", logLevel: level))
+        _ = try createSessions(daemon, count: 8_000)
+        let (n, s) = try transitions(daemon, connections: 8)
+        say("LogLevel=\(level): \(perSecond(n, s)) transitions/s (8 connections)")
+        daemon.stop()
+    }
+}
+
+do {
+    header()
+    switch mode {
+    case "daemon": try daemonFigures()
+    case "durable": try durableFigures()
+    case "startup": try startupFigures()
+    case "logging": try loggingFigures()
+    case "all":
+        try daemonFigures()
+        try durableFigures()
+        try startupFigures()
+        try loggingFigures()
+    default:
+        say("usage: scened-bench [daemon|durable|startup|logging|all] [--seconds S] [--sessions N] [--startup-sessions N]")
+        exit(2)
+    }
+} catch {
+    say("scened-bench: \(error)")
+    exit(1)
+}
