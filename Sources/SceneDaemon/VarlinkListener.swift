@@ -242,13 +242,17 @@ final class VarlinkListener {
     /// A stream is topped up until the socket stops taking data (EPOLLOUT then resumes it) or
     /// it has nothing more to give (a live monitor waits for events).
     private func resumeIfDrained(_ conn: ClientConnection) {
-        while conn.stream != nil && !conn.isClosed && conn.wire.pendingOutputCount < Self.outputHighWater / 4 {
+        // heldReplies: replies of calls before the stream's call wait for the commit and must go
+        // out first; the flush releases them, then produces.
+        while conn.stream != nil && !conn.isClosed && conn.heldReplies == 0
+                && conn.wire.pendingOutputCount < Self.outputHighWater / 4 {
             let before = conn.wire.pendingOutputCount
             produceStream?(conn)
             if conn.isClosed { return }
             let produced = conn.wire.pendingOutputCount != before
             if conn.wire.hasPendingOutput { writeOutput(conn) }
-            if !produced || conn.wire.hasPendingOutput { break }
+            // A filtered monitor's backlog batch may match nothing and still advance: go on.
+            if (!produced && !conn.streamHasMore) || conn.wire.hasPendingOutput { break }
         }
         if conn.isClosed { return }
         if conn.stream == nil && conn.readingPaused && !conn.closeAfterFlush

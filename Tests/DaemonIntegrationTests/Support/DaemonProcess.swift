@@ -1,0 +1,179 @@
+import Glibc
+import Varlink
+
+/// One test's private directory: the socket, the state directory, the configuration file, the
+/// notify socket and the daemon's logs. Outlives daemon restarts (persistence tests); removed
+/// when released.
+final class Workspace {
+    let directory = TemporaryDirectory()
+    var path: String { directory.path }
+    var socketPath: String { directory.file("io.scened.Manager") }
+    var stateDirectory: String { directory.file("state") }
+    var configPath: String { directory.file("scened.conf") }
+    private(set) var starts = 0
+
+    /// Timings for scenarios that must not see a suspension they did not wait for.
+    static let calmConfiguration = """
+    [Lifecycle]
+    SuspendDelaySec=60s
+    BackgroundTaskBudgetSec=120s
+    ExpirationGraceSec=60s
+    [Store]
+    Durability=normal
+    """
+
+    /// Short timings, for the suspension and background-task scenarios.
+    static let shortTimings = """
+    [Lifecycle]
+    SuspendDelaySec=200ms
+    BackgroundTaskBudgetSec=500ms
+    ExpirationGraceSec=300ms
+    [Store]
+    Durability=normal
+    """
+
+    init(configuration: String = Workspace.calmConfiguration) throws {
+        try writeTextFile(configPath, configuration + "\n")
+    }
+
+    func nextLabel() -> String {
+        starts += 1
+        return "scened-\(starts)"
+    }
+}
+
+/// The real scened binary, started on the workspace's socket with its own NOTIFY_SOCKET,
+/// ready once READY=1 arrived. Always killed when released; `stop()` is the clean way.
+final class DaemonProcess {
+    let workspace: Workspace
+    let child: ChildProcess
+    let notify: NotifyListener?
+    let label: String
+
+    var socketPath: String { workspace.socketPath }
+    var pid: pid_t { child.pid }
+
+    /// - Parameters:
+    ///   - withNotify: give the daemon a NOTIFY_SOCKET (and wait for READY=1); without one,
+    ///     readiness is seen by connecting to the socket.
+    ///   - extraArguments: after --socket, --state-dir and --config.
+    init(_ workspace: Workspace, withNotify: Bool = true, extraArguments: [String] = [],
+         environment: [String: String?] = [:], readyTimeout: Double = 20) throws {
+        try Binaries.require(Binaries.scened)
+        self.workspace = workspace
+        label = workspace.nextLabel()
+        let notifyPath = workspace.directory.file("\(label).notify")
+        notify = withNotify ? try NotifyListener(path: notifyPath) : nil
+        var env: [String: String?] = [
+            "NOTIFY_SOCKET": withNotify ? notifyPath : nil,
+            "LISTEN_FDS": nil, "LISTEN_PID": nil, "LISTEN_FDNAMES": nil,
+            "WATCHDOG_USEC": nil, "WATCHDOG_PID": nil,
+            "SCENED_SOCKET": nil,
+        ]
+        for (k, v) in environment { env[k] = v }
+        child = try ChildProcess(
+            [Binaries.scened, "--socket", workspace.socketPath, "--state-dir", workspace.stateDirectory,
+             "--config", workspace.configPath] + extraArguments,
+            environment: env, directory: workspace.path, label: label)
+        try waitReady(timeout: readyTimeout)
+    }
+
+    deinit {
+        child.killNow()
+        notify?.close()
+    }
+
+    private func waitReady(timeout: Double) throws {
+        let deadline = Deadline(seconds: timeout)
+        while !deadline.hasPassed {
+            if let notify {
+                if notify.wait(for: "READY=1", seconds: 0.05) != nil { return }
+            } else {
+                if let client = try? VarlinkClient(path: socketPath, timeout: .seconds(5)),
+                   (try? client.call("org.varlink.service.GetInfo")) != nil {
+                    return
+                }
+                sleepMilliseconds(20)
+            }
+            if !child.isRunning {
+                throw TestFailure("scened exited during start-up (\(child.outcome)); stderr:\n\(stderr)")
+            }
+        }
+        child.killNow()
+        throw TestFailure("scened did not become ready within \(timeout) s; stderr:\n\(stderr)")
+    }
+
+    var stderr: String { child.stderr }
+
+    /// A client with a reply timeout, so that a hung daemon fails the test instead of hanging it.
+    func client(timeout: Duration = .seconds(20)) throws -> VarlinkClient {
+        try VarlinkClient(path: socketPath, timeout: timeout)
+    }
+
+    /// Calls io.scened.Manager.<method> on a fresh connection.
+    @discardableResult
+    func call(_ method: String, _ parameters: JSONObject = [:]) throws -> JSONObject {
+        try client().call("io.scened.Manager." + method, parameters)
+    }
+
+    /// Stops the daemon with `signo` and checks the clean shutdown: exit status 0 and, with a
+    /// notify socket, STOPPING=1.
+    func stop(_ signo: Int32 = SIGTERM, timeout: Double = 15) throws {
+        let before = notify?.messages.count ?? 0
+        child.signal(signo)
+        guard child.wait(seconds: timeout) else {
+            child.killNow()
+            throw TestFailure("scened did not exit within \(timeout) s of signal \(signo); stderr:\n\(stderr)")
+        }
+        guard child.exitStatus == 0 else {
+            throw TestFailure("scened ended with \(child.outcome) after signal \(signo), expected exit 0; stderr:\n\(stderr)")
+        }
+        if let notify {
+            // Sent before the exit; the reader thread may not have picked it up yet.
+            guard notify.wait(for: "STOPPING=1", seconds: 5, after: before) != nil else {
+                throw TestFailure("no STOPPING=1 after signal \(signo); datagrams: \(notify.messages)")
+            }
+        }
+    }
+
+    /// SIGKILL: a crash, for the persistence tests.
+    func crash() {
+        child.killNow()
+    }
+
+    /// Fails unless the daemon is still running and answering on a fresh connection.
+    func assertServing(_ context: String) throws {
+        guard child.isRunning else {
+            throw TestFailure("scened died (\(child.outcome)) \(context); stderr:\n\(stderr)")
+        }
+        do {
+            let client = try client(timeout: .seconds(10))
+            let status = try client.call("io.scened.Manager.GetStatus")
+            guard status["status"]?["version"]?.stringValue != nil else {
+                throw TestFailure("GetStatus \(context) answered without a status: \(status)")
+            }
+            let app = "org.example.probe\(monotonicNanoseconds() % 1_000_000)"
+            let reply = try client.call("io.scened.Manager.Connect", ["app": .string(app), "background": true])
+            guard reply["session"]?["id"]?.stringValue != nil else {
+                throw TestFailure("Connect \(context) answered without a session: \(reply)")
+            }
+        } catch let failure as TestFailure {
+            throw failure
+        } catch {
+            throw TestFailure("a second client could not use the daemon \(context): \(error); stderr:\n\(stderr)")
+        }
+    }
+
+    /// utime + stime of the daemon in clock ticks (/proc/PID/stat fields 14 and 15).
+    func cpuTicks() throws -> UInt64 {
+        let text = readTextFile("/proc/\(pid)/stat")
+        // The command name (field 2) is in parentheses and may hold spaces: split after it.
+        guard let close = text.lastIndex(of: ")") else { throw TestFailure("cannot read /proc/\(pid)/stat") }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        // fields[0] is field 3 (state); utime is field 14, stime 15.
+        guard fields.count > 13, let user = UInt64(fields[11]), let system = UInt64(fields[12]) else {
+            throw TestFailure("unexpected /proc/\(pid)/stat: \(text)")
+        }
+        return user + system
+    }
+}
