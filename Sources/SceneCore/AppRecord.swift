@@ -66,7 +66,10 @@ public struct AppRecord: Sendable, Equatable {
 public struct BackgroundTask: Sendable, Equatable {
     public let token: TaskToken
     public let app: AppID
-    public let session: SessionID?
+    /// The session the task was begun for, while that session is open. The task belongs to the
+    /// process (`beginBackgroundTask` is an app call), so it outlives a discarded session, which
+    /// it then no longer names (R15).
+    public internal(set) var session: SessionID?
     public let name: String
     public let beganAt: Timestamp
     /// When backgroundTaskWillExpire was emitted (the expiration handler ran); the app is

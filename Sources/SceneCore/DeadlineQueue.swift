@@ -1,10 +1,19 @@
 /// A binary min-heap of (time, app) wake-ups. Entries are hints: the engine re-derives an app's
 /// real deadline when an entry comes due and drops entries that no longer match, so a state
 /// change never has to search the heap.
+///
+/// Entries due at the same time come out in app-identifier order, so the order of simultaneous
+/// timer events depends on the state only, not on the order the deadlines were armed in (a
+/// restored engine re-arms them app by app and must emit what the original would have).
 struct DeadlineQueue: Sendable {
     struct Entry: Sendable {
         var time: Timestamp
         var app: AppID
+
+        /// Due no later than `other`: earlier, or as early and of a lower app identifier.
+        func precedes(_ other: Entry) -> Bool {
+            time < other.time || (time == other.time && app <= other.app)
+        }
     }
 
     private var heap: [Entry] = []
@@ -18,7 +27,7 @@ struct DeadlineQueue: Sendable {
         var child = heap.count - 1
         while child > 0 {
             let parent = (child - 1) / 2
-            if heap[parent].time <= heap[child].time { break }
+            if heap[parent].precedes(heap[child]) { break }
             heap.swapAt(parent, child)
             child = parent
         }
@@ -37,8 +46,8 @@ struct DeadlineQueue: Sendable {
                 if left >= n { break }
                 let right = left + 1
                 var smallest = left
-                if right < n && heap[right].time < heap[left].time { smallest = right }
-                if heap[parent].time <= heap[smallest].time { break }
+                if right < n && !heap[left].precedes(heap[right]) { smallest = right }
+                if heap[parent].precedes(heap[smallest]) { break }
                 heap.swapAt(parent, smallest)
                 parent = smallest
             }

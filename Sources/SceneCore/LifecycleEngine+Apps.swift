@@ -11,7 +11,7 @@ extension LifecycleEngine {
     mutating func launch(_ id: AppID, effects: inout [Effect]) throws(LifecycleError) {
         if let app = apps[id], app.process != .notRunning {
             throw .invalidTransition(InvalidTransition(command: "launch", app: id, session: nil,
-                                                       state: app.process.name, reason: "the app is already running"))
+                                                       state: app.process.name, reason: app.process == .suspended ? "the app is already launched (suspended); activate one of its sessions to resume it" : "the app is already running"))
         }
         ensureApp(id, effects: &effects)
         startProcess(id, effects: &effects)
@@ -96,7 +96,9 @@ extension LifecycleEngine {
 
     /// Process death. willTerminate only for a running, not suspended process and never for a
     /// background-task kill (R22, R24); the scenes go away with no callback, their sessions stay
-    /// archived (§4.3).
+    /// archived (§4.3). U8 (whether sceneDidDisconnect reaches the scenes before willTerminate)
+    /// is undocumented: no, a termination is a process death, not a disconnection, and the
+    /// sessions reconnect at the next launch without configurationForConnecting (R26).
     mutating func endProcess(_ id: AppID, reason: TerminationReason, cause: EventCause, effects: inout [Effect]) {
         if apps[id]!.process == .running && reason != .backgroundTaskExpired {
             emit(.willTerminate, app: id, state: .process(.running), cause: cause, effects: &effects)

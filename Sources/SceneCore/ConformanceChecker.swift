@@ -1,0 +1,751 @@
+/// Conformance checking against the UIKit reference (uikit-lifecycle.md §1, §3).
+///
+/// `ConformanceChecker` consumes `LifecycleEvent`s in sequence order and reports every violation
+/// it can prove from the events alone, tagged with the reference rule. It keeps its own model of
+/// the world (process states, sessions, scene instances and states), built only from events, so
+/// it works equally on the engine's effects and on a daemon's Monitor stream. Two separate,
+/// optional checks look at an engine: `disagreements(with:)` compares the event-built model with
+/// the engine's state (every state change must have been observable), and
+/// `consistencyViolations(of:)` checks the engine's own bookkeeping.
+///
+/// Rules checked from events:
+///   R1 first scene callback of an instance is willConnectTo · R2 didDisconnect ends an instance,
+///   a reconnection is a new instance · R3 no foregroundActive → background jump · R4
+///   didBecomeActive only from foregroundInactive · R5 (strict mode) willEnterForeground is
+///   followed by didBecomeActive · R6 reclaim only disconnects background scenes, never moves a
+///   foreground one · R7 enter/leave callbacks alternate · R8 the state an event names is the
+///   state it leaves · R9 a disconnect is never a timer's doing (D1) · R10 configurationForConnecting
+///   iff a new session · R11 reconnection hands back the saved restoration data (when the caller
+///   told the checker what was saved) · R12 no discard under reclaim · R13 disconnect before
+///   discard · R14 several-session discards only at launch, right after didFinishLaunching (U4) ·
+///   R15 a discarded session never reappears, identifiers are never reused · R16 process death
+///   archives exactly the connected scenes · R17 one scene per session · R18 the event's app state
+///   is the most active connected scene · R19 nothing before didFinishLaunching · R21 suspension
+///   only from the background, after the suspension delay, and no callback reaches a suspended
+///   process · R22 willTerminate at most once, only to a running process, right before its death,
+///   (strict mode) always for a running process not killed by the task watchdog · R24
+///   backgroundTaskWillExpire only in the background, after the budget, once per task per stay;
+///   a task kill only one grace after an expiration and with no willTerminate · R25 memory
+///   warnings only to running processes · R26 restored sessions reconnect without
+///   configurationForConnecting · R27 launch order.
+///   Timing (R21 delay, R24 budget and grace) is checked only when `Options.timing` is given; the
+///   events do not show tasks beginning or ending, so the checks are lower bounds ("never early").
+///   Upper bounds ("never late") need the engine: `consistencyViolations(of:)`.
+///
+/// Rules not applicable to the daemon, or not checkable here:
+///   R20 (app-delegate activation methods are never called): the event vocabulary has no
+///     app-level activation callback, so it holds by construction and there is nothing to see.
+///   R23 (a didEnterBackground handler over ~5 s gets the process killed): events are delivered
+///     asynchronously over a socket; there is no handler return to time.
+///   R22's "~5 s", R24's "on the main thread": no threads or handler durations in the daemon.
+///   R25's "only after suspended processes were reclaimed" and R6/U6's victim order belong to
+///     the reclaim policy, which chooses the commands; the engine only executes them. R25 is
+///     checked as "only running processes are warned".
+///   R24's "every begin has exactly one end" is a client obligation; the engine answers a second
+///     end with `noSuchTask` (ErrorTests) and nothing about it is visible in events.
+public enum ConformanceRule: String, Sendable, CaseIterable, CustomStringConvertible {
+    case R1, R2, R3, R4, R5, R6, R7, R8, R9, R10, R11, R12, R13, R14, R15, R16, R17, R18, R19
+    case R21, R22, R24, R25, R26, R27
+    /// A transition the tables of §1.3/§1.4 do not allow and no numbered rule names.
+    case transition
+    /// The stream itself: sequence numbers, times, the shape of an event.
+    case stream
+    /// The event stream and the engine's state disagree: a change happened without its event.
+    case agreement
+    /// The engine's own bookkeeping is inconsistent.
+    case engine
+
+    public var description: String { rawValue }
+}
+
+public struct ConformanceViolation: Sendable, Equatable, CustomStringConvertible {
+    public var rule: ConformanceRule
+    /// The event that exposed it, if any.
+    public var seq: UInt64?
+    public var app: AppID?
+    public var session: SessionID?
+    public var message: String
+
+    public init(rule: ConformanceRule, seq: UInt64? = nil, app: AppID? = nil, session: SessionID? = nil,
+                message: String) {
+        self.rule = rule
+        self.seq = seq
+        self.app = app
+        self.session = session
+        self.message = message
+    }
+
+    public var description: String {
+        var s = "[\(rule)]"
+        if let seq { s += " #\(seq)" }
+        if let app { s += " \(app)" }
+        if let session { s += " \(session)" }
+        return s + ": " + message
+    }
+}
+
+public struct ConformanceChecker: Sendable {
+    public struct Options: Sendable, Equatable {
+        /// The timing rules to hold events to (suspension delay, task budget, expiration grace);
+        /// nil checks order only. They must be the engine's for the whole stream: after a
+        /// `reconfigure` to shorter delays, start a new checker (from a snapshot) or pass nil.
+        public var timing: EngineConfiguration?
+        /// Also reject what the reference only tolerates (observed on iOS, not documented): the
+        /// S10 shortcut (didDisconnect straight from foregroundInactive), a willEnterForeground not
+        /// followed by didBecomeActive (R5), a running process dying without willTerminate.
+        public var strict: Bool
+        /// Sequence numbers must be consecutive: true for one engine's complete output, false for
+        /// a filtered stream.
+        public var consecutiveSequence: Bool
+
+        public init(timing: EngineConfiguration? = nil, strict: Bool = true, consecutiveSequence: Bool = false) {
+            self.timing = timing
+            self.strict = strict
+            self.consecutiveSequence = consecutiveSequence
+        }
+    }
+
+    /// What the next event of an app must be, because the previous one started a fixed chain.
+    enum Expectation: Sendable, Equatable {
+        case none
+        /// configurationForConnecting(s) → willConnectTo(s) (R10, R27).
+        case willConnect(SessionID)
+        /// willConnectTo(s) → willEnterForeground(s), or didEnterBackground(s) for a background
+        /// connection (R27, U7).
+        case firstState(SessionID)
+        /// willEnterForeground(s) → didBecomeActive(s) (R5, strict).
+        case becomeActive(SessionID)
+        /// willTerminate → terminated (R22).
+        case terminated
+    }
+
+    struct AppModel: Sendable {
+        var process: ProcessState = .notRunning
+        /// Sessions with a connected scene.
+        var live: Set<SessionID> = []
+        var expect: Expectation = .none
+        var previous: EventName?
+        var willTerminateSent = false
+        /// Since when the process has been running with no foreground scene: the lower bound of
+        /// both the suspension clock and the task budget.
+        var backgroundSince: Timestamp?
+        /// backgroundTaskWillExpire sent during the current stay in the background.
+        var expirations: [TaskToken: Timestamp] = [:]
+        /// The last didEnterBackground delivered to this process: it has the suspension delay to
+        /// handle it before it may be suspended (§2.2).
+        var lastEnteredBackground: Timestamp?
+    }
+
+    struct SessionModel: Sendable {
+        var app: AppID
+        var live: Bool
+        var state: SceneActivationState
+        /// The current (or last) scene instance; 0 before the first willConnectTo.
+        var instance: UInt32
+        /// Announced by configurationForConnecting, not yet connected.
+        var announced: Bool
+        /// Archived by the death of its process rather than by a didDisconnect (R26).
+        var archivedByDeath: Bool
+    }
+
+    struct SavedRestoration: Sendable {
+        var data: RestorationData?
+    }
+
+    public let options: Options
+    public private(set) var violations: [ConformanceViolation] = []
+    public private(set) var eventsChecked = 0
+
+    var lastSeq: UInt64?
+    var lastTime: Timestamp?
+    var apps: [AppID: AppModel] = [:]
+    var sessions: [SessionID: SessionModel] = [:]
+    var discarded: Set<SessionID> = []
+    var highestDiscarded: SessionID?
+    var saved: [SessionID: SavedRestoration] = [:]
+
+    /// A checker for a fresh world (nothing launched, no session), or for one that starts from a
+    /// stored engine state (a daemon restart, a Monitor subscription opened late).
+    public init(options: Options = Options(), startingFrom snapshot: EngineSnapshot? = nil) {
+        self.options = options
+        guard let snapshot else { return }
+        lastTime = snapshot.clock
+        if snapshot.nextSequence > 1 { lastSeq = snapshot.nextSequence - 1 }
+        var open = Set<SessionID>()
+        for s in snapshot.sessions {
+            open.insert(s.id)
+            let live = s.condition == .live
+            sessions[s.id] = SessionModel(app: s.app, live: live, state: live ? s.sceneState : .unattached,
+                                          instance: s.sceneInstance, announced: false, archivedByDeath: !live)
+            saved[s.id] = SavedRestoration(data: s.restoration)
+        }
+        for n in 1..<max(snapshot.nextSessionNumber, 1) where !open.contains(SessionID(n)) {
+            discarded.insert(SessionID(n))
+        }
+        for a in snapshot.apps {
+            var m = AppModel()
+            m.process = a.process
+            m.live = Set(snapshot.sessions.lazy.filter { $0.app == a.id && $0.condition == .live }.map(\.id))
+            m.backgroundSince = a.process == .running ? a.backgroundEnteredAt : nil
+            for t in snapshot.tasks where t.app == a.id {
+                if let sent = t.expirationSentAt { m.expirations[t.token] = sent }
+            }
+            apps[a.id] = m
+        }
+    }
+
+    /// Tells the checker what a session last saved, so that its reconnection can be held to R11.
+    public mutating func noteRestorationSaved(_ data: RestorationData?, for session: SessionID) {
+        saved[session] = SavedRestoration(data: data)
+    }
+
+    /// Checks every event among the effects, in order.
+    @discardableResult
+    public mutating func check(effects: [Effect]) -> [ConformanceViolation] {
+        var found: [ConformanceViolation] = []
+        for case .event(let e) in effects { found += check(e) }
+        return found
+    }
+
+    @discardableResult
+    public mutating func check<S: Sequence>(_ events: S) -> [ConformanceViolation] where S.Element == LifecycleEvent {
+        var found: [ConformanceViolation] = []
+        for e in events { found += check(e) }
+        return found
+    }
+
+    /// Checks one event against everything seen before it, and records it.
+    @discardableResult
+    public mutating func check(_ e: LifecycleEvent) -> [ConformanceViolation] {
+        var found: [ConformanceViolation] = []
+        func flag(_ rule: ConformanceRule, _ message: String, session: SessionID? = e.session) {
+            found.append(ConformanceViolation(rule: rule, seq: e.seq, app: e.app, session: session, message: message))
+        }
+        eventsChecked += 1
+
+        // The stream: sequence numbers only grow, time never goes back.
+        if let last = lastSeq {
+            if e.seq <= last {
+                flag(.stream, "sequence number \(e.seq) does not grow (previous \(last))")
+            } else if options.consecutiveSequence && e.seq != last + 1 {
+                flag(.stream, "sequence number \(e.seq) skips (previous \(last))")
+            }
+        }
+        if let t = lastTime, e.time < t { flag(.stream, "time \(e.time) goes back (previous \(t))") }
+        lastSeq = max(lastSeq ?? 0, e.seq)
+        lastTime = max(lastTime ?? e.time, e.time)
+
+        // R15: a discarded session is never mentioned again.
+        for s in e.sessionsConcerned where discarded.contains(s) {
+            flag(.R15, "event concerns session \(s), which was discarded", session: s)
+        }
+        if e.name.isSceneCallback || e.name == .configurationForConnecting {
+            if e.session == nil { flag(.stream, "\(e.name) without a session") }
+            if e.sceneInstance == 0 { flag(.stream, "\(e.name) without a scene instance") }
+        }
+
+        var app = apps[e.app] ?? AppModel()
+
+        // Fixed chains: what the previous event of this app demands of this one.
+        switch app.expect {
+        case .none:
+            break
+        case .willConnect(let s):
+            if !(e.name == .willConnectTo && e.session == s) {
+                flag(.R27, "configurationForConnecting(\(s)) must be followed by willConnectTo(\(s)), got \(e.name)")
+            }
+        case .firstState(let s):
+            if !((e.name == .willEnterForeground || e.name == .didEnterBackground) && e.session == s) {
+                flag(.R27, "willConnectTo(\(s)) must be followed by willEnterForeground or didEnterBackground of \(s), got \(e.name)")
+            }
+        case .becomeActive(let s):
+            if options.strict && !(e.name == .didBecomeActive && e.session == s) {
+                flag(.R5, "willEnterForeground(\(s)) must be followed by didBecomeActive(\(s)), got \(e.name)")
+            }
+        case .terminated:
+            if e.name != .terminated { flag(.R22, "willTerminate must be followed by the process's death, got \(e.name)") }
+        }
+        app.expect = .none
+
+        // Callbacks need a running process (R19, R21, R22, R25).
+        if e.name.isCallback && e.name != .didFinishLaunching {
+            switch app.process {
+            case .running:
+                break
+            case .notRunning:
+                flag(.R19, "\(e.name) delivered to a process that has not finished launching")
+            case .suspended:
+                switch e.name {
+                case .didReceiveMemoryWarning: flag(.R25, "memory warning delivered to a suspended process")
+                case .willTerminate: flag(.R22, "willTerminate delivered to a suspended process")
+                default: flag(.R21, "\(e.name) delivered to a suspended process (no resumed first)")
+                }
+            }
+        }
+
+        var expectedState: EventState
+        switch e.name {
+        case .didFinishLaunching:
+            if app.process != .notRunning { flag(.transition, "didFinishLaunching for a process that is \(app.process)") }
+            if !app.live.isEmpty { flag(.R16, "a new process finds connected scenes \(app.live.sorted())") }
+            app.process = .running
+            app.willTerminateSent = false
+            app.backgroundSince = e.time
+            app.expirations = [:]
+            expectedState = .process(.running)
+
+        case .configurationForConnecting:
+            expectedState = .scene(.unattached)
+            guard let id = e.session else { break }
+            if let known = sessions[id] {
+                flag(.R10, "configurationForConnecting for existing session \(id) (\(known.live ? "live" : "archived"))")
+            } else if !discarded.contains(id) {
+                sessions[id] = SessionModel(app: e.app, live: false, state: .unattached, instance: 0,
+                                            announced: true, archivedByDeath: false)
+            }
+            app.expect = .willConnect(id)
+
+        case .willConnectTo:
+            expectedState = .scene(.unattached)
+            guard let id = e.session else { break }
+            var restoration: RestorationData?
+            var reconnect = false
+            if case .connect(let r, let again) = e.detail {
+                restoration = r
+                reconnect = again
+            } else {
+                flag(.stream, "willConnectTo without connection details")
+            }
+            if var s = sessions[id] {
+                if s.app != e.app { flag(.stream, "session \(id) belongs to \(s.app)") }
+                if s.live { flag(.R17, "willConnectTo for session \(id), whose scene \(s.instance) is still connected") }
+                if s.announced {
+                    if reconnect { flag(.R10, "a new session is marked as a reconnection") }
+                    if restoration != nil { flag(.R11, "a new session carries restoration data") }
+                } else {
+                    let rule: ConformanceRule = s.archivedByDeath ? .R26 : .R11
+                    if !reconnect { flag(rule, "reconnection of \(id) is not marked as one") }
+                    if app.previous == .configurationForConnecting {
+                        flag(s.archivedByDeath ? .R26 : .R10, "existing session \(id) reconnects after configurationForConnecting")
+                    }
+                    if let note = saved[id], note.data != restoration {
+                        flag(.R11, "reconnection of \(id) does not hand back the restoration data last saved")
+                    }
+                }
+                if e.sceneInstance <= s.instance {
+                    flag(.R2, "reconnection of \(id) reuses scene instance \(e.sceneInstance) (last \(s.instance))")
+                }
+                s.live = true
+                s.state = .unattached
+                s.instance = e.sceneInstance
+                s.announced = false
+                s.archivedByDeath = false
+                sessions[id] = s
+            } else if !discarded.contains(id) {
+                flag(.R10, "new session \(id) connects without configurationForConnecting")
+                sessions[id] = SessionModel(app: e.app, live: true, state: .unattached, instance: e.sceneInstance,
+                                            announced: false, archivedByDeath: false)
+            }
+            app.live.insert(id)
+            app.expect = .firstState(id)
+
+        case .willEnterForeground, .didBecomeActive, .willResignActive, .didEnterBackground, .didDisconnect:
+            let after = Self.stateAfter(e.name)
+            expectedState = .scene(after)
+            guard let id = e.session else { break }
+            guard var s = sessions[id], s.app == e.app else {
+                if !discarded.contains(id) { flag(.R1, "\(e.name) for session \(id), which never connected") }
+                break
+            }
+            if !s.live || e.sceneInstance != s.instance {
+                if e.sceneInstance > s.instance || s.instance == 0 {
+                    flag(.R1, "\(e.name) for scene instance \(e.sceneInstance) of \(id) before its willConnectTo")
+                } else {
+                    flag(.R2, "\(e.name) for scene instance \(e.sceneInstance) of \(id) after it was disconnected")
+                }
+                break
+            }
+            let before = s.state
+            if case .reclaim = e.cause, e.name != .didDisconnect {
+                flag(.R6, "reclaim moved scene \(id) (\(e.name)) out of \(before)")
+            }
+            switch e.name {
+            case .willEnterForeground:
+                if before.isForeground { flag(.R7, "willEnterForeground for a scene already in the foreground (\(before))") }
+                app.expect = .becomeActive(id)
+            case .didBecomeActive:
+                if before == .foregroundActive { flag(.R7, "didBecomeActive twice without willResignActive") }
+                if before == .background || before == .unattached {
+                    flag(.R4, "didBecomeActive from \(before) without willEnterForeground")
+                }
+            case .willResignActive:
+                if before != .foregroundActive { flag(.R7, "willResignActive for a scene that is \(before)") }
+            case .didEnterBackground:
+                app.lastEnteredBackground = e.time
+                if before == .foregroundActive { flag(.R3, "didEnterBackground straight from foregroundActive") }
+                if before == .background { flag(.R7, "didEnterBackground twice without willEnterForeground") }
+            case .didDisconnect:
+                if case .reclaim = e.cause, before != .background {
+                    flag(.R6, "reclaim disconnected scene \(id) from \(before)")
+                } else if before == .foregroundActive {
+                    flag(.R3, "didDisconnect straight from foregroundActive")
+                } else if before == .foregroundInactive && options.strict {
+                    flag(.transition, "didDisconnect straight from foregroundInactive (S10 shortcut)")
+                } else if before == .unattached {
+                    flag(.transition, "didDisconnect of a scene that never reached a state")
+                }
+                if case .timer = e.cause { flag(.R9, "a timer disconnected scene \(id) (D1: disconnect is a decision)") }
+            default:
+                break
+            }
+            s.state = after
+            if e.name == .didDisconnect {
+                s.live = false
+                s.archivedByDeath = false
+                app.live.remove(id)
+            }
+            sessions[id] = s
+
+        case .didDiscardSceneSessions:
+            expectedState = .process(.running)
+            if case .reclaim = e.cause { flag(.R12, "sessions discarded to reclaim memory") }
+            guard case .discarded(let ids) = e.detail else {
+                flag(.stream, "didDiscardSceneSessions without the discarded set")
+                break
+            }
+            if ids.isEmpty { flag(.stream, "didDiscardSceneSessions with an empty set") }
+            if ids.count > 1 && app.previous != .didFinishLaunching {
+                flag(.R14, "a discard of several sessions outside the launch sequence")
+            }
+            if let s = e.session, !ids.contains(s) { flag(.stream, "event session \(s) is not in the discarded set") }
+            for id in ids {
+                if let s = sessions[id] {
+                    if s.app != e.app { flag(.stream, "session \(id) belongs to \(s.app)", session: id) }
+                    if s.live { flag(.R13, "session \(id) discarded while its scene is connected", session: id) }
+                }
+                sessions[id] = nil
+                saved[id] = nil
+                app.live.remove(id)
+                discarded.insert(id)
+                highestDiscarded = max(highestDiscarded ?? id, id)
+            }
+
+        case .didReceiveMemoryWarning:
+            expectedState = .process(.running)
+
+        case .willTerminate:
+            expectedState = .process(.running)
+            if app.willTerminateSent { flag(.R22, "willTerminate twice in one process life") }
+            app.willTerminateSent = true
+            app.expect = .terminated
+
+        case .backgroundTaskWillExpire:
+            expectedState = .process(.running)
+            if app.live.contains(where: { sessions[$0]?.state.isForeground == true }) {
+                flag(.R24, "backgroundTaskWillExpire while a scene is in the foreground")
+            }
+            if case .task(let token, _) = e.detail {
+                if app.expirations[token] != nil { flag(.R24, "backgroundTaskWillExpire twice for \(token) in one stay in the background") }
+                app.expirations[token] = e.time
+            } else {
+                flag(.stream, "backgroundTaskWillExpire without its task")
+            }
+            if let timing = options.timing, let since = app.backgroundSince, e.time < since + timing.backgroundTaskBudget {
+                flag(.R24, "task expired at \(e.time), before the budget ran out (background since \(since))")
+            }
+
+        case .suspended:
+            expectedState = .process(.suspended)
+            if app.process != .running { flag(.transition, "suspended while \(app.process)") }
+            if app.live.contains(where: { sessions[$0]?.state.isForeground == true }) {
+                flag(.R21, "suspended with a scene in the foreground")
+            }
+            if case .timer = e.cause, let timing = options.timing {
+                if let since = app.backgroundSince, e.time < since + timing.suspendDelay {
+                    flag(.R21, "suspended at \(e.time), before the suspension delay ran out (background since \(since))")
+                }
+                if let last = app.lastEnteredBackground, e.time < last + timing.suspendDelay {
+                    flag(.R21, "suspended at \(e.time), within the suspension delay of didEnterBackground at \(last)")
+                }
+            }
+            app.process = .suspended
+            app.backgroundSince = nil
+            app.expirations = [:]
+
+        case .resumed:
+            expectedState = .process(.running)
+            if app.process != .suspended { flag(.transition, "resumed while \(app.process)") }
+            app.process = .running
+            app.backgroundSince = e.time
+
+        case .terminated:
+            expectedState = .process(.notRunning)
+            if app.process == .notRunning { flag(.transition, "terminated while not running") }
+            guard case .terminated(let reason, let archived) = e.detail else {
+                flag(.stream, "terminated without its reason")
+                break
+            }
+            if Set(archived) != app.live || archived.count != app.live.count {
+                flag(.R16, "process death archived \(archived) but the connected scenes were \(app.live.sorted())")
+            }
+            switch reason {
+            case .backgroundTaskExpired:
+                if app.willTerminateSent { flag(.R24, "willTerminate before a background-task kill") }
+                if app.expirations.isEmpty {
+                    flag(.R24, "killed for an expired task with no backgroundTaskWillExpire in this stay in the background")
+                } else if let timing = options.timing,
+                          !app.expirations.values.contains(where: { $0 + timing.expirationGrace <= e.time }) {
+                    flag(.R24, "killed for an expired task before the expiration grace ran out")
+                }
+            case .requested, .memoryPressure:
+                if options.strict && app.process == .running && !app.willTerminateSent {
+                    flag(.R22, "a running process was terminated without willTerminate")
+                }
+                if case .reclaim = e.cause,
+                   app.live.contains(where: { sessions[$0]?.state.isForeground == true }) {
+                    flag(.R6, "reclaim terminated an app with a scene in the foreground")
+                }
+            }
+            for id in app.live {
+                sessions[id]?.live = false
+                sessions[id]?.state = .unattached
+                sessions[id]?.archivedByDeath = true
+            }
+            app.live = []
+            app.process = .notRunning
+            app.lastEnteredBackground = nil
+            app.willTerminateSent = false
+            app.backgroundSince = nil
+            app.expirations = [:]
+        }
+
+        // Entering and leaving the background, for the timing rules.
+        if app.process == .running {
+            let inForeground = app.live.contains(where: { sessions[$0]?.state.isForeground == true })
+            if inForeground {
+                app.backgroundSince = nil
+                app.expirations = [:]
+            } else if app.backgroundSince == nil {
+                app.backgroundSince = e.time
+            }
+        }
+
+        // R8: the state an event names is the state it leaves.
+        if e.state != expectedState { flag(.R8, "\(e.name) leaves \(e.state), expected \(expectedState)") }
+        // R18: the app's state is its most active connected scene.
+        var liveStates: [SceneActivationState] = []
+        for id in app.live { if let s = sessions[id] { liveStates.append(s.state) } }
+        let derived = ApplicationState.derive(from: liveStates)
+        if e.appState != derived { flag(.R18, "app state \(e.appState), but its scenes make it \(derived)") }
+
+        app.previous = e.name
+        apps[e.app] = app
+        violations += found
+        return found
+    }
+
+    static func stateAfter(_ name: EventName) -> SceneActivationState {
+        switch name {
+        case .willEnterForeground, .willResignActive: .foregroundInactive
+        case .didBecomeActive: .foregroundActive
+        case .didEnterBackground: .background
+        default: .unattached
+        }
+    }
+}
+
+// MARK: - Engine-state checks
+
+extension ConformanceChecker {
+    /// Compares the model built from the events with the engine: every scene state, session
+    /// condition and process state the engine holds must have been announced by an event.
+    public func disagreements(with engine: LifecycleEngine) -> [ConformanceViolation] {
+        var found: [ConformanceViolation] = []
+        func flag(_ rule: ConformanceRule, _ app: AppID?, _ session: SessionID?, _ message: String) {
+            found.append(ConformanceViolation(rule: rule, app: app, session: session, message: message))
+        }
+        var matched = 0
+        for (id, s) in engine.sessions {
+            guard let m = sessions[id], !m.announced else {
+                flag(.agreement, s.app, id, "the engine holds session \(id) (\(s.condition)), which no event connected")
+                continue
+            }
+            matched += 1
+            if m.live != (s.condition == .live) {
+                flag(.agreement, s.app, id, "events say \(m.live ? "live" : "archived"), the engine says \(s.condition)")
+            }
+            if s.condition == .live && m.state != s.sceneState {
+                flag(.agreement, s.app, id, "events say \(m.state), the engine says \(s.sceneState)")
+            }
+            if s.condition == .live && m.instance != s.sceneInstance {
+                flag(.agreement, s.app, id, "events say scene instance \(m.instance), the engine says \(s.sceneInstance)")
+            }
+        }
+        // Sessions the events still know and the engine no longer holds: only discards queued
+        // for an app that is not running (they are announced at its next launch, R14).
+        var queued = 0
+        for (id, a) in engine.apps {
+            if (apps[id]?.process ?? .notRunning) != a.process {
+                flag(.agreement, id, nil, "events say \(apps[id]?.process ?? .notRunning), the engine says \(a.process)")
+            }
+            for p in a.pendingDiscards where sessions[p]?.live == false { queued += 1 }
+        }
+        if matched + queued != sessions.count {
+            for (id, m) in sessions where engine.sessions.index(forKey: id) == nil && !m.announced {
+                if engine.apps[m.app]?.pendingDiscards.contains(id) == true && !m.live { continue }
+                flag(m.live ? .agreement : .R16, m.app, id,
+                     "events say session \(id) is \(m.live ? "live" : "archived"), but the engine no longer has it")
+            }
+        }
+        // A discarded session the engine still held would have been flagged above (no model
+        // entry); what is left is that the identifier was really allocated. Checked by the
+        // highest one only, so that the cost does not grow with the history.
+        if let highest = highestDiscarded, !engine.wasDiscarded(highest) {
+            flag(.agreement, nil, highest, "events discarded \(highest), the engine does not know it as discarded")
+        }
+        if apps.count > engine.apps.count {
+            for (id, a) in apps where engine.apps[id] == nil && a.process != .notRunning {
+                flag(.agreement, id, nil, "events say \(a.process), the engine does not know the app")
+            }
+        }
+        if let t = lastTime, engine.clock < t { flag(.agreement, nil, nil, "the engine's clock \(engine.clock) is behind the last event \(t)") }
+        if let s = lastSeq, engine.nextSequence <= s {
+            flag(.agreement, nil, nil, "the engine's next sequence number \(engine.nextSequence) was already used")
+        }
+        return found
+    }
+
+    /// The engine's own bookkeeping: derived counts and sets match the sessions and tasks, each
+    /// process state allows what the app holds, identifiers stay below their high-water marks,
+    /// and no timer is overdue (everything due at or before the clock has fired, and every
+    /// deadline is queued).
+    public static func consistencyViolations(of engine: LifecycleEngine) -> [ConformanceViolation] {
+        var found: [ConformanceViolation] = []
+        func flag(_ app: AppID?, _ session: SessionID?, _ message: String) {
+            found.append(ConformanceViolation(rule: .engine, app: app, session: session, message: message))
+        }
+        let config = engine.configuration
+        var listedSessions = 0, listedTasks = 0, foregroundActive = 0, connected = 0
+        // Walk each app's own lists; then the totals prove that nothing is held outside them.
+        for (id, a) in engine.apps {
+            if a.id != id { flag(id, nil, "stored under \(id) but names itself \(a.id)") }
+            var active: Int32 = 0, inactive: Int32 = 0, background: Int32 = 0
+            for sid in a.sessions {
+                guard let s = engine.sessions[sid] else {
+                    flag(id, sid, "the app lists session \(sid), which the engine does not hold")
+                    continue
+                }
+                if s.id != sid { flag(id, sid, "stored under \(sid) but names itself \(s.id)") }
+                if s.app != id { flag(id, sid, "listed by \(id) but belongs to \(s.app)") }
+                if sid.rawValue == 0 || sid.rawValue >= engine.nextSessionNumber {
+                    flag(id, sid, "identifier beyond the high-water mark \(engine.nextSessionNumber)")
+                }
+                if s.createdAt > engine.clock { flag(id, sid, "created after the clock") }
+                switch s.condition {
+                case .discarded:
+                    flag(id, sid, "a discarded session is still held")
+                case .archived:
+                    if s.sceneState != .unattached { flag(id, sid, "archived but its scene is \(s.sceneState)") }
+                case .live:
+                    if s.sceneInstance == 0 { flag(id, sid, "live with no scene instance") }
+                    switch s.sceneState {
+                    case .foregroundActive: active += 1
+                    case .foregroundInactive: inactive += 1
+                    case .background: background += 1
+                    case .unattached: flag(id, sid, "live but unattached between commands")
+                    }
+                }
+            }
+            listedSessions += a.sessions.count
+            if a.activeScenes != active || a.inactiveScenes != inactive || a.backgroundScenes != background {
+                flag(id, nil, "scene counts \(a.activeScenes)/\(a.inactiveScenes)/\(a.backgroundScenes), sessions say \(active)/\(inactive)/\(background)")
+            }
+            foregroundActive += Int(a.activeScenes)
+            connected += Int(a.connectedScenes)
+
+            var due: Timestamp?
+            func consider(_ t: Timestamp) { if due.map({ t < $0 }) ?? true { due = t } }
+            var previous: TaskToken?
+            for token in a.tasks {
+                if let p = previous, p >= token { flag(id, nil, "app.tasks \(a.tasks) is not in token order") }
+                previous = token
+                guard let t = engine.tasks[token] else {
+                    flag(id, nil, "the app lists task \(token), which the engine does not hold")
+                    continue
+                }
+                if t.token != token { flag(id, nil, "task stored under \(token) names itself \(t.token)") }
+                if t.app != id { flag(id, nil, "task \(token) listed by \(id) but belongs to \(t.app)") }
+                if token.rawValue == 0 || token.rawValue >= engine.nextTaskNumber {
+                    flag(id, nil, "task \(token) beyond the high-water mark \(engine.nextTaskNumber)")
+                }
+                if let s = t.session, engine.sessions.index(forKey: s) == nil {
+                    flag(id, s, "task \(token) refers to session \(s), which is no longer open")
+                }
+                if let sent = t.expirationSentAt {
+                    if a.hasForegroundScene { flag(id, nil, "task \(token) has an expiration pending in the foreground") }
+                    if sent + config.expirationGrace <= engine.clock {
+                        flag(id, nil, "task \(token) outlived its expiration grace and its app still runs")
+                    }
+                    consider(sent + config.expirationGrace)
+                } else if let expiry = engine.expiry(of: t) {
+                    if expiry < engine.clock { flag(id, nil, "task \(token) expired at \(expiry) without backgroundTaskWillExpire") }
+                    consider(expiry)
+                }
+            }
+            listedTasks += a.tasks.count
+
+            if Set(a.pendingDiscards).count != a.pendingDiscards.count { flag(id, nil, "a pending discard is queued twice") }
+            for p in a.pendingDiscards where !engine.wasDiscarded(p) {
+                flag(id, p, "pending discard of \(p), which is not a discarded identifier")
+            }
+            switch a.process {
+            case .notRunning:
+                if a.connectedScenes > 0 { flag(id, nil, "not running but has connected scenes") }
+                if !a.tasks.isEmpty { flag(id, nil, "not running but holds tasks") }
+                if a.idleSince != nil || a.backgroundEnteredAt != nil { flag(id, nil, "not running but has a running clock") }
+            case .suspended:
+                if a.hasForegroundScene { flag(id, nil, "suspended with a scene in the foreground") }
+                if !a.tasks.isEmpty { flag(id, nil, "suspended while holding tasks") }
+                if !a.pendingDiscards.isEmpty { flag(id, nil, "pending discards queued for a process in memory") }
+                if a.idleSince != nil || a.backgroundEnteredAt != nil { flag(id, nil, "suspended but has a running clock") }
+            case .running:
+                if !a.pendingDiscards.isEmpty { flag(id, nil, "pending discards not delivered to a running process") }
+                let inBackground = !a.hasForegroundScene
+                if (a.backgroundEnteredAt != nil) != inBackground {
+                    flag(id, nil, "backgroundEnteredAt \(a.backgroundEnteredAt.map(\.description) ?? "nil") while \(a.applicationState)")
+                }
+                if (a.idleSince != nil) != (inBackground && a.tasks.isEmpty) {
+                    flag(id, nil, "idleSince \(a.idleSince.map(\.description) ?? "nil") with \(a.tasks.count) tasks while \(a.applicationState)")
+                }
+                if let idle = a.idleSince, let entered = a.backgroundEnteredAt, idle < entered {
+                    flag(id, nil, "idle since before it entered the background")
+                }
+                if let t = engine.suspensionTime(of: a) {
+                    if t <= engine.clock && config.suspendDelay > .zero {
+                        flag(id, nil, "suspension was due at \(t) and has not happened (clock \(engine.clock))")
+                    }
+                    consider(t)
+                }
+            }
+            // Every deadline is queued: the next wake-up is never late.
+            if let first = due, engine.nextDeadline.map({ $0 > first }) ?? true {
+                flag(id, nil, "deadline \(first) is not queued (next wake-up \(engine.nextDeadline.map(\.description) ?? "none"))")
+            }
+        }
+        if listedSessions != engine.sessions.count {
+            for (sid, s) in engine.sessions where engine.apps[s.app]?.sessions.contains(sid) != true {
+                flag(s.app, sid, "held by the engine but not listed by its app \(s.app)")
+            }
+        }
+        if listedTasks != engine.tasks.count {
+            for (token, t) in engine.tasks where engine.apps[t.app]?.tasks.contains(token) != true {
+                flag(t.app, t.session, "task \(token) held by the engine but not listed by its app")
+            }
+        }
+        if engine.foregroundActiveSceneCount != foregroundActive || engine.liveSessionCount != connected {
+            flag(nil, nil, "engine-wide scene counts disagree with the apps")
+        }
+        if engine.nextSequence == 0 { flag(nil, nil, "sequence numbers start at 1") }
+        return found
+    }
+}
