@@ -9,6 +9,8 @@ struct DeadlineQueue: Sendable {
     struct Entry: Sendable {
         var time: Timestamp
         var app: AppID
+        /// The app's slot in the engine's table.
+        var slot: Int
 
         /// Due no later than `other`: earlier, or as early and of a lower app identifier.
         func precedes(_ other: Entry) -> Bool {

@@ -1,70 +1,75 @@
-/// App-level commands: launch, resume, suspend, terminate, memory warnings.
+/// App-level commands: launch, resume, suspend, terminate, memory warnings. Internally an app is
+/// named by its slot in `apps` (see AppTable).
 extension LifecycleEngine {
-    /// Finds the app's record, creating it (not running) on first use.
-    mutating func ensureApp(_ id: AppID, effects: inout [Effect]) {
-        if apps[id] == nil {
-            apps[id] = AppRecord(id: id)
-            effects.append(.appChanged(id))
-        }
+    /// Finds the app's slot, creating its record (not running) on first use.
+    mutating func ensureApp(_ id: AppID, effects: inout [Effect]) -> Int {
+        if let slot = apps.slot(of: id) { return slot }
+        effects.append(.appChanged(id))
+        return apps.insert(AppRecord(id: id))
     }
 
     mutating func launch(_ id: AppID, effects: inout [Effect]) throws(LifecycleError) {
         if let app = apps[id], app.process != .notRunning {
+            let reason = app.process == .suspended
+                ? "the app is already launched (suspended); activate one of its sessions to resume it"
+                : "the app is already running"
             throw .invalidTransition(InvalidTransition(command: "launch", app: id, session: nil,
-                                                       state: app.process.name, reason: app.process == .suspended ? "the app is already launched (suspended); activate one of its sessions to resume it" : "the app is already running"))
+                                                       state: app.process.name, reason: reason))
         }
-        ensureApp(id, effects: &effects)
-        startProcess(id, effects: &effects)
+        let slot = ensureApp(id, effects: &effects)
+        startProcess(slot, effects: &effects)
     }
 
     /// A cold launch (R27): didFinishLaunching, then any discards queued while the app was not
     /// running (R14). A scene-based app launches into the background state (§1.2).
-    mutating func startProcess(_ id: AppID, cause: EventCause = .request, effects: inout [Effect]) {
-        apps[id]!.process = .running
-        apps[id]!.launches += 1
-        apps[id]!.launchedAt = clock
-        emit(.didFinishLaunching, app: id, state: .process(.running), cause: cause, effects: &effects)
-        let pending = apps[id]!.pendingDiscards
+    mutating func startProcess(_ slot: Int, cause: EventCause = .request, effects: inout [Effect]) {
+        apps.records[slot].process = .running
+        apps.records[slot].launches += 1
+        apps.records[slot].launchedAt = clock
+        residentBytes &+= apps.records[slot].baseFootprint
+        emit(.didFinishLaunching, app: slot, state: .process(.running), cause: cause, effects: &effects)
+        let pending = apps.records[slot].pendingDiscards
         if !pending.isEmpty {
-            apps[id]!.pendingDiscards = []
+            apps.records[slot].pendingDiscards = []
             // U4 (undocumented): delivered right after didFinishLaunching, before any scene of
             // this launch connects, as Xcode's template describes ("shortly after").
-            emit(.didDiscardSceneSessions, app: id, session: pending.count == 1 ? pending[0] : nil,
+            emit(.didDiscardSceneSessions, app: slot, session: pending.count == 1 ? pending[0] : nil,
                  state: .process(.running), cause: cause, detail: .discarded(pending), effects: &effects)
         }
-        refreshActivity(id, effects: &effects)
-        effects.append(.appChanged(id))
+        refreshActivity(slot, effects: &effects)
+        effects.append(.appChanged(apps.records[slot].id))
     }
 
     /// A suspended process must run again before it can receive any callback.
-    mutating func resumeIfSuspended(_ id: AppID, cause: EventCause, effects: inout [Effect]) {
-        guard apps[id]!.process == .suspended else { return }
-        apps[id]!.process = .running
-        emit(.resumed, app: id, state: .process(.running), cause: cause, effects: &effects)
-        refreshActivity(id, effects: &effects)
-        effects.append(.appChanged(id))
+    mutating func resumeIfSuspended(_ slot: Int, cause: EventCause, effects: inout [Effect]) {
+        guard apps.records[slot].process == .suspended else { return }
+        apps.records[slot].process = .running
+        emit(.resumed, app: slot, state: .process(.running), cause: cause, effects: &effects)
+        refreshActivity(slot, effects: &effects)
+        effects.append(.appChanged(apps.records[slot].id))
     }
 
     /// Brings the app's process up, from not running or suspended, before a callback is delivered.
-    mutating func ensureRunning(_ id: AppID, cause: EventCause, effects: inout [Effect]) {
-        switch apps[id]!.process {
-        case .notRunning: startProcess(id, cause: cause, effects: &effects)
-        case .suspended: resumeIfSuspended(id, cause: cause, effects: &effects)
+    mutating func ensureRunning(_ slot: Int, cause: EventCause, effects: inout [Effect]) {
+        switch apps.records[slot].process {
+        case .notRunning: startProcess(slot, cause: cause, effects: &effects)
+        case .suspended: resumeIfSuspended(slot, cause: cause, effects: &effects)
         case .running: break
         }
     }
 
     /// Suspension (R21): no callback, an observable state change.
-    mutating func suspend(_ id: AppID, cause: EventCause, effects: inout [Effect]) {
-        apps[id]!.process = .suspended
-        apps[id]!.idleSince = nil
-        apps[id]!.backgroundEnteredAt = nil
-        emit(.suspended, app: id, state: .process(.suspended), cause: cause, effects: &effects)
-        effects.append(.appChanged(id))
+    mutating func suspend(_ slot: Int, cause: EventCause, effects: inout [Effect]) {
+        apps.records[slot].process = .suspended
+        apps.records[slot].idleSince = nil
+        apps.records[slot].backgroundEnteredAt = nil
+        emit(.suspended, app: slot, state: .process(.suspended), cause: cause, effects: &effects)
+        effects.append(.appChanged(apps.records[slot].id))
     }
 
     mutating func suspendEarly(_ id: AppID, cause: EventCause, effects: inout [Effect]) throws(LifecycleError) {
-        guard let app = apps[id] else { throw .noSuchApp(id) }
+        guard let slot = apps.slot(of: id) else { throw .noSuchApp(id) }
+        let app = apps.records[slot]
         func refuse(_ reason: String) -> LifecycleError {
             .invalidTransition(InvalidTransition(command: "suspend", app: id, session: nil,
                                                  state: app.process.name, reason: reason))
@@ -72,11 +77,12 @@ extension LifecycleEngine {
         guard app.process == .running else { throw refuse("only a running app can be suspended") }
         guard !app.hasForegroundScene else { throw refuse("the app has a scene in the foreground") }
         guard app.tasks.isEmpty else { throw refuse("the app holds a background task") }
-        suspend(id, cause: cause, effects: &effects)
+        suspend(slot, cause: cause, effects: &effects)
     }
 
     mutating func terminate(_ id: AppID, cause: EventCause, effects: inout [Effect]) throws(LifecycleError) {
-        guard let app = apps[id] else { throw .noSuchApp(id) }
+        guard let slot = apps.slot(of: id) else { throw .noSuchApp(id) }
+        let app = apps.records[slot]
         guard app.process != .notRunning else {
             throw .invalidTransition(InvalidTransition(command: "terminate", app: id, session: nil,
                                                        state: app.process.name, reason: "the app is not running"))
@@ -91,7 +97,7 @@ extension LifecycleEngine {
         case .reclaim: reason = .memoryPressure
         default: reason = .requested
         }
-        endProcess(id, reason: reason, cause: cause, effects: &effects)
+        endProcess(slot, reason: reason, cause: cause, effects: &effects)
     }
 
     /// Process death. willTerminate only for a running, not suspended process and never for a
@@ -99,68 +105,72 @@ extension LifecycleEngine {
     /// archived (§4.3). U8 (whether sceneDidDisconnect reaches the scenes before willTerminate)
     /// is undocumented: no, a termination is a process death, not a disconnection, and the
     /// sessions reconnect at the next launch without configurationForConnecting (R26).
-    mutating func endProcess(_ id: AppID, reason: TerminationReason, cause: EventCause, effects: inout [Effect]) {
-        if apps[id]!.process == .running && reason != .backgroundTaskExpired {
-            emit(.willTerminate, app: id, state: .process(.running), cause: cause, effects: &effects)
+    mutating func endProcess(_ slot: Int, reason: TerminationReason, cause: EventCause, effects: inout [Effect]) {
+        if apps.records[slot].process == .running && reason != .backgroundTaskExpired {
+            emit(.willTerminate, app: slot, state: .process(.running), cause: cause, effects: &effects)
         }
         var archived: [SessionID] = []
-        for sid in apps[id]!.sessions.sorted() where sessions[sid]!.condition == .live {
+        for sid in apps.records[slot].sessions.sorted() where sessions[sid]!.condition == .live {
             setSceneState(sid, .unattached)
             sessions[sid]!.condition = .archived
             archived.append(sid)
             effects.append(.sessionChanged(sid))
         }
-        for token in apps[id]!.tasks {
+        for token in apps.records[slot].tasks {
             tasks[token] = nil
             effects.append(.taskRemoved(token))
         }
-        apps[id]!.tasks = []
-        apps[id]!.process = .notRunning
-        apps[id]!.idleSince = nil
-        apps[id]!.backgroundEnteredAt = nil
-        emit(.terminated, app: id, state: .process(.notRunning), cause: cause,
+        apps.records[slot].tasks = []
+        apps.records[slot].process = .notRunning
+        apps.records[slot].idleSince = nil
+        apps.records[slot].backgroundEnteredAt = nil
+        residentBytes &-= apps.records[slot].baseFootprint
+        emit(.terminated, app: slot, state: .process(.notRunning), cause: cause,
              detail: .terminated(reason: reason, archived: archived), effects: &effects)
-        effects.append(.appChanged(id))
+        effects.append(.appChanged(apps.records[slot].id))
     }
 
     /// R25: warnings go to running processes only; suspended ones run no code.
     mutating func memoryWarning(_ targets: [AppID]?, cause: EventCause, effects: inout [Effect]) throws(LifecycleError) {
-        let ids: [AppID]
+        var slots: [Int] = []
         if let targets {
-            for id in targets where apps[id] == nil { throw .noSuchApp(id) }
-            ids = Array(Set(targets)).sorted()
+            for id in targets {
+                guard let slot = apps.slot(of: id) else { throw .noSuchApp(id) }
+                if !slots.contains(slot) { slots.append(slot) }
+            }
         } else {
-            ids = apps.keys.sorted()
+            slots = Array(apps.records.indices)
         }
-        for id in ids where apps[id]!.process == .running {
-            emit(.didReceiveMemoryWarning, app: id, state: .process(.running), cause: cause, effects: &effects)
+        slots.sort { apps.records[$0].id < apps.records[$1].id }
+        for slot in slots where apps.records[slot].process == .running {
+            emit(.didReceiveMemoryWarning, app: slot, state: .process(.running), cause: cause, effects: &effects)
         }
     }
 
     /// Recomputes the suspension clock and the task budget after anything that may change them,
     /// and queues the app's next wake-up.
-    mutating func refreshActivity(_ id: AppID, effects: inout [Effect]) {
-        let app = apps[id]!
-        let runningInBackground = app.process == .running && !app.hasForegroundScene
-        if runningInBackground {
-            if app.backgroundEnteredAt == nil { apps[id]!.backgroundEnteredAt = clock }
-            if app.tasks.isEmpty {
-                if app.idleSince == nil { apps[id]!.idleSince = clock }
-            } else if app.idleSince != nil {
-                apps[id]!.idleSince = nil
+    mutating func refreshActivity(_ slot: Int, effects: inout [Effect]) {
+        let process = apps.records[slot].process
+        let foreground = apps.records[slot].hasForegroundScene
+        if process == .running && !foreground {
+            if apps.records[slot].backgroundEnteredAt == nil { apps.records[slot].backgroundEnteredAt = clock }
+            if apps.records[slot].tasks.isEmpty {
+                if apps.records[slot].idleSince == nil { apps.records[slot].idleSince = clock }
+            } else if apps.records[slot].idleSince != nil {
+                apps.records[slot].idleSince = nil
             }
         } else {
-            if app.backgroundEnteredAt != nil { apps[id]!.backgroundEnteredAt = nil }
-            if app.idleSince != nil { apps[id]!.idleSince = nil }
-            if app.process == .running && app.hasForegroundScene {
+            if apps.records[slot].backgroundEnteredAt != nil { apps.records[slot].backgroundEnteredAt = nil }
+            if apps.records[slot].idleSince != nil { apps.records[slot].idleSince = nil }
+            if process == .running && foreground && !apps.records[slot].tasks.isEmpty {
                 // Background time is unlimited in the foreground: an expiration already sent
                 // does not carry over to the next stay in the background.
-                for token in app.tasks where tasks[token]!.expirationSentAt != nil {
+                for token in apps.records[slot].tasks where tasks[token]!.expirationSentAt != nil {
                     tasks[token]!.expirationSentAt = nil
                     effects.append(.taskChanged(token))
                 }
             }
         }
-        schedule(id)
+        schedule(slot)
     }
 }

@@ -5,9 +5,9 @@ extension LifecycleEngine {
     public mutating func reconfigure(_ configuration: EngineConfiguration) {
         guard configuration != self.configuration else { return }
         self.configuration = configuration
-        for id in apps.keys {
-            apps[id]!.scheduledWake = nil
-            schedule(id)
+        for slot in apps.records.indices {
+            apps.records[slot].scheduledWake = nil
+            schedule(slot)
         }
     }
 }

@@ -24,24 +24,13 @@ extension LifecycleEngine {
     /// Sessions with a connected scene, counted from the apps' per-state counts.
     public var liveSessionCount: Int {
         var n = 0
-        for app in apps.values { n += Int(app.connectedScenes) }
+        for app in apps.records { n += Int(app.connectedScenes) }
         return n
     }
 
     public var foregroundActiveSceneCount: Int {
         var n = 0
-        for app in apps.values { n += Int(app.activeScenes) }
+        for app in apps.records { n += Int(app.activeScenes) }
         return n
-    }
-}
-
-extension LifecycleEngine {
-    /// Memory in use by the engine's accounting: each running or suspended app's base footprint
-    /// plus each connected scene's footprint. What simulated pressure measures against the budget.
-    public var residentBytes: UInt64 {
-        var total: UInt64 = 0
-        for app in apps.values where app.process != .notRunning { total &+= app.baseFootprint }
-        for s in sessions.values where s.condition == .live { total &+= s.footprint }
-        return total
     }
 }

@@ -6,29 +6,45 @@
 extension LifecycleEngine {
     static let maxConfigurationNameBytes = 255
 
+    /// What a command needs to know of a session, read with one lookup.
+    struct SessionHead {
+        var condition: SessionCondition
+        var sceneState: SceneActivationState
+        var appSlot: Int
+    }
+
+    /// Looks up an open session, telling a discarded one from one that never existed.
+    func head(_ id: SessionID) throws(LifecycleError) -> SessionHead {
+        guard let index = sessions.index(forKey: id) else {
+            throw wasDiscarded(id) ? .sessionDiscarded(id) : .noSuchSession(id)
+        }
+        let s = sessions.values[index]
+        return SessionHead(condition: s.condition, sceneState: s.sceneState, appSlot: Int(s.appSlot))
+    }
+
     mutating func connect(_ request: ConnectRequest, effects: inout [Effect]) throws(LifecycleError) -> SessionID {
         guard !request.configurationName.isEmpty, request.configurationName.utf8.count <= Self.maxConfigurationNameBytes else {
             throw .invalidArgument(name: "configuration", reason: "must be 1 to \(Self.maxConfigurationNameBytes) bytes")
         }
-        let appID = request.app
-        ensureApp(appID, effects: &effects)
-        ensureRunning(appID, cause: .request, effects: &effects)
+        let slot = ensureApp(request.app, effects: &effects)
+        ensureRunning(slot, cause: .request, effects: &effects)
 
         let id = SessionID(nextSessionNumber)
         nextSessionNumber += 1
-        let session = SceneSession(
-            id: id, app: apps[appID]!.id, role: request.role, configurationName: intern(request.configurationName),
+        var session = SceneSession(
+            id: id, app: apps.records[slot].id, role: request.role, configurationName: intern(request.configurationName),
             userInfo: request.userInfo, restoration: nil, footprint: request.footprint,
             condition: .live, sceneState: .unattached, sceneInstance: 1,
             createdAt: clock, lastActiveAt: clock, backgroundSince: clock,
             activations: 0, restores: 0, restoreCostMs: request.restoreCostMs, isProtected: request.isProtected)
+        session.appSlot = Int32(slot)
         sessions[id] = session
-        apps[appID]!.sessions.insert(id)
+        apps.records[slot].sessions.insert(id)
 
         // R10: only a new session asks the app for its configuration.
-        emit(.configurationForConnecting, app: appID, session: id, sceneInstance: 1,
+        emit(.configurationForConnecting, app: slot, session: id, sceneInstance: 1,
              state: .scene(.unattached), cause: .request, effects: &effects)
-        emit(.willConnectTo, app: appID, session: id, sceneInstance: 1, state: .scene(.unattached),
+        emit(.willConnectTo, app: slot, session: id, sceneInstance: 1, state: .scene(.unattached),
              cause: .request, detail: .connect(restoration: nil, reconnect: false), effects: &effects)
         if request.background {
             enterBackgroundFromUnattached(id, cause: .request, effects: &effects)
@@ -36,15 +52,15 @@ extension LifecycleEngine {
             enterForeground(id, cause: .request, effects: &effects)
             becomeActive(id, cause: .request, effects: &effects)
         }
-        refreshActivity(appID, effects: &effects)
+        refreshActivity(slot, effects: &effects)
         effects.append(.sessionChanged(id))
-        effects.append(.appChanged(appID))
+        effects.append(.appChanged(apps.records[slot].id))
         return id
     }
 
     mutating func activate(_ id: SessionID, effects: inout [Effect]) throws(LifecycleError) {
-        let session = try openSession(id)
-        let appID = session.app
+        let session = try head(id)
+        let slot = session.appSlot
         if session.condition == .archived {
             reconnect(id, effects: &effects)
         } else {
@@ -55,35 +71,37 @@ extension LifecycleEngine {
                 // R4: back from an interruption: didBecomeActive only.
                 becomeActive(id, cause: .request, effects: &effects)
             case .background, .unattached:
-                ensureRunning(appID, cause: .request, effects: &effects)
+                ensureRunning(slot, cause: .request, effects: &effects)
                 enterForeground(id, cause: .request, effects: &effects)
                 becomeActive(id, cause: .request, effects: &effects)
             }
         }
-        refreshActivity(appID, effects: &effects)
+        refreshActivity(slot, effects: &effects)
         effects.append(.sessionChanged(id))
-        effects.append(.appChanged(appID))
+        effects.append(.appChanged(apps.records[slot].id))
     }
 
     /// §2.7: a new scene instance for the same session; no configurationForConnecting (R10), the
     /// saved state-restoration data in willConnectTo (R11, R26), then the foreground chain.
     mutating func reconnect(_ id: SessionID, effects: inout [Effect]) {
-        let appID = sessions[id]!.app
-        ensureRunning(appID, cause: .request, effects: &effects)
-        sessions[id]!.condition = .live
-        sessions[id]!.sceneInstance += 1
-        sessions[id]!.restores += 1
-        let s = sessions[id]!
-        emit(.willConnectTo, app: appID, session: id, sceneInstance: s.sceneInstance, state: .scene(.unattached),
-             cause: .request, detail: .connect(restoration: s.restoration, reconnect: true), effects: &effects)
+        let slot = Int(sessions[id]!.appSlot)
+        ensureRunning(slot, cause: .request, effects: &effects)
+        let (instance, restoration): (UInt32, RestorationData?) = withSession(id) { s in
+            s.condition = .live
+            s.sceneInstance += 1
+            s.restores += 1
+            return (s.sceneInstance, s.restoration)
+        }
+        emit(.willConnectTo, app: slot, session: id, sceneInstance: instance, state: .scene(.unattached),
+             cause: .request, detail: .connect(restoration: restoration, reconnect: true), effects: &effects)
         enterForeground(id, cause: .request, effects: &effects)
         becomeActive(id, cause: .request, effects: &effects)
     }
 
     mutating func deactivate(_ id: SessionID, effects: inout [Effect]) throws(LifecycleError) {
-        let session = try openSession(id)
+        let session = try head(id)
         guard session.condition == .live else {
-            throw refusal("deactivate", session, "the session has no connected scene")
+            throw refusal("deactivate", id, session, "the session has no connected scene")
         }
         switch session.sceneState {
         case .foregroundInactive:
@@ -91,17 +109,17 @@ extension LifecycleEngine {
         case .foregroundActive:
             resignActive(id, cause: .request, effects: &effects)
         case .background, .unattached:
-            throw refusal("deactivate", session, "only a scene in the foreground can be deactivated")
+            throw refusal("deactivate", id, session, "only a scene in the foreground can be deactivated")
         }
-        refreshActivity(session.app, effects: &effects)
+        refreshActivity(session.appSlot, effects: &effects)
         effects.append(.sessionChanged(id))
-        effects.append(.appChanged(session.app))
+        effects.append(.appChanged(apps.records[session.appSlot].id))
     }
 
     mutating func background(_ id: SessionID, effects: inout [Effect]) throws(LifecycleError) {
-        let session = try openSession(id)
+        let session = try head(id)
         guard session.condition == .live else {
-            throw refusal("background", session, "the session has no connected scene; activate it to reconnect")
+            throw refusal("background", id, session, "the session has no connected scene; activate it to reconnect")
         }
         switch session.sceneState {
         case .background, .unattached:
@@ -112,111 +130,122 @@ extension LifecycleEngine {
         case .foregroundInactive:
             enterBackground(id, cause: .request, effects: &effects)
         }
-        refreshActivity(session.app, effects: &effects)
+        refreshActivity(session.appSlot, effects: &effects)
         effects.append(.sessionChanged(id))
-        effects.append(.appChanged(session.app))
+        effects.append(.appChanged(apps.records[session.appSlot].id))
     }
 
     mutating func disconnect(_ id: SessionID, cause: EventCause, effects: inout [Effect]) throws(LifecycleError) {
-        let session = try openSession(id)
+        let session = try head(id)
         guard session.condition == .live else { return }
         if case .reclaim = cause, session.sceneState != .background {
             // R6: system-initiated disconnection only ever takes a background scene.
-            throw refusal("disconnect", session, "reclaim only disconnects background scenes (R6)")
+            throw refusal("disconnect", id, session, "reclaim only disconnects background scenes (R6)")
         }
         releaseScene(id, cause: cause, effects: &effects)
-        refreshActivity(session.app, effects: &effects)
+        refreshActivity(session.appSlot, effects: &effects)
         effects.append(.sessionChanged(id))
-        effects.append(.appChanged(session.app))
+        effects.append(.appChanged(apps.records[session.appSlot].id))
     }
 
     /// Runs the scene down to unattached: resign and background chain if needed (R3), then
     /// didDisconnect (R2). The session is kept, archived (R12, R16).
     mutating func releaseScene(_ id: SessionID, cause: EventCause, effects: inout [Effect]) {
-        let appID = sessions[id]!.app
+        let slot = Int(sessions[id]!.appSlot)
         // A suspended process must run to receive sceneDidDisconnect (§2.6 step 1, mechanism
         // undocumented): it is resumed first and, idle again, re-suspends after the delay.
-        resumeIfSuspended(appID, cause: cause, effects: &effects)
+        resumeIfSuspended(slot, cause: cause, effects: &effects)
         if sessions[id]!.sceneState == .foregroundActive { resignActive(id, cause: cause, effects: &effects) }
         if sessions[id]!.sceneState == .foregroundInactive { enterBackground(id, cause: cause, effects: &effects) }
         setSceneState(id, .unattached)
-        sessions[id]!.condition = .archived
-        emit(.didDisconnect, app: appID, session: id, sceneInstance: sessions[id]!.sceneInstance,
+        let instance: UInt32 = withSession(id) { s in
+            s.condition = .archived
+            return s.sceneInstance
+        }
+        emit(.didDisconnect, app: slot, session: id, sceneInstance: instance,
              state: .scene(.unattached), cause: cause, effects: &effects)
     }
 
     mutating func discard(_ id: SessionID, cause: EventCause, effects: inout [Effect]) throws(LifecycleError) {
-        let session = try openSession(id)
+        let session = try head(id)
         if case .reclaim = cause {
             // R12: memory pressure never destroys a session.
-            throw refusal("discard", session, "memory pressure never discards a session (R12)")
+            throw refusal("discard", id, session, "memory pressure never discards a session (R12)")
         }
-        let appID = session.app
-        if apps[appID]!.process == .notRunning {
+        let slot = session.appSlot
+        if apps.records[slot].process == .notRunning {
             // R14: nothing can be told now; the app hears of it after its next launch.
-            apps[appID]!.pendingDiscards.append(id)
+            apps.records[slot].pendingDiscards.append(id)
         } else {
             // R13: the scene disconnects first (the full resign and background chain, as for any
             // disconnect from the foreground; the observed shortcut S10 is not reproduced).
             if session.condition == .live {
                 releaseScene(id, cause: cause, effects: &effects)
             } else {
-                resumeIfSuspended(appID, cause: cause, effects: &effects)
+                resumeIfSuspended(slot, cause: cause, effects: &effects)
             }
-            emit(.didDiscardSceneSessions, app: appID, session: id, state: .process(.running), cause: cause,
+            emit(.didDiscardSceneSessions, app: slot, session: id, state: .process(.running), cause: cause,
                  detail: .discarded([id]), effects: &effects)
         }
         sessions[id] = nil
-        apps[appID]!.sessions.remove(id)
+        apps.records[slot].sessions.remove(id)
         // A task begun for this session keeps its app running, but must not name a discarded
         // session in a later backgroundTaskWillExpire (R15).
-        for token in apps[appID]!.tasks where tasks[token]!.session == id {
+        for token in apps.records[slot].tasks where tasks[token]!.session == id {
             tasks[token]!.session = nil
             effects.append(.taskChanged(token))
         }
-        refreshActivity(appID, effects: &effects)
+        refreshActivity(slot, effects: &effects)
         effects.append(.sessionRemoved(id))
-        effects.append(.appChanged(appID))
+        effects.append(.appChanged(apps.records[slot].id))
     }
 
     // MARK: - Single transitions, each one callback
 
     /// S3/S8: unattached or background → foregroundInactive.
     mutating func enterForeground(_ id: SessionID, cause: EventCause, effects: inout [Effect]) {
-        setSceneState(id, .foregroundInactive)
-        let s = sessions[id]!
-        emit(.willEnterForeground, app: s.app, session: id, sceneInstance: s.sceneInstance,
+        let slot = setSceneState(id, .foregroundInactive)
+        emit(.willEnterForeground, app: slot, session: id, sceneInstance: sessions[id]!.sceneInstance,
              state: .scene(.foregroundInactive), cause: cause, effects: &effects)
     }
 
     /// S5: foregroundInactive → foregroundActive.
     mutating func becomeActive(_ id: SessionID, cause: EventCause, effects: inout [Effect]) {
-        setSceneState(id, .foregroundActive)
-        sessions[id]!.activations &+= 1
-        sessions[id]!.activationScore = sessions[id]!.activationScore(at: clock) + 1
-        sessions[id]!.lastActiveAt = clock
-        let s = sessions[id]!
-        emit(.didBecomeActive, app: s.app, session: id, sceneInstance: s.sceneInstance,
+        let slot = setSceneState(id, .foregroundActive)
+        let now = clock
+        let instance: UInt32 = withSession(id) { s in
+            s.activations &+= 1
+            s.activationScore = s.activationScore(at: now) + 1
+            s.lastActiveAt = now
+            return s.sceneInstance
+        }
+        emit(.didBecomeActive, app: slot, session: id, sceneInstance: instance,
              state: .scene(.foregroundActive), cause: cause, effects: &effects)
     }
 
     /// S6: foregroundActive → foregroundInactive.
     mutating func resignActive(_ id: SessionID, cause: EventCause, effects: inout [Effect]) {
-        setSceneState(id, .foregroundInactive)
-        // The score is kept "as of lastActiveAt": decay it to the new reference time.
-        sessions[id]!.activationScore = sessions[id]!.activationScore(at: clock)
-        sessions[id]!.lastActiveAt = clock
-        let s = sessions[id]!
-        emit(.willResignActive, app: s.app, session: id, sceneInstance: s.sceneInstance,
+        let slot = setSceneState(id, .foregroundInactive)
+        let now = clock
+        let instance: UInt32 = withSession(id) { s in
+            // The score is kept "as of lastActiveAt": decay it to the new reference time.
+            s.activationScore = s.activationScore(at: now)
+            s.lastActiveAt = now
+            return s.sceneInstance
+        }
+        emit(.willResignActive, app: slot, session: id, sceneInstance: instance,
              state: .scene(.foregroundInactive), cause: cause, effects: &effects)
     }
 
     /// S7: foregroundInactive → background.
     mutating func enterBackground(_ id: SessionID, cause: EventCause, effects: inout [Effect]) {
-        setSceneState(id, .background)
-        sessions[id]!.backgroundSince = clock
-        let s = sessions[id]!
-        emit(.didEnterBackground, app: s.app, session: id, sceneInstance: s.sceneInstance,
+        let slot = setSceneState(id, .background)
+        let now = clock
+        let instance: UInt32 = withSession(id) { s in
+            s.backgroundSince = now
+            return s.sceneInstance
+        }
+        emit(.didEnterBackground, app: slot, session: id, sceneInstance: instance,
              state: .scene(.background), cause: cause, effects: &effects)
     }
 
@@ -230,13 +259,13 @@ extension LifecycleEngine {
     /// from when the app entered the background).
     mutating func enterBackgroundFromUnattached(_ id: SessionID, cause: EventCause, effects: inout [Effect]) {
         enterBackground(id, cause: cause, effects: &effects)
-        let app = sessions[id]!.app
-        if apps[app]!.idleSince != nil { apps[app]!.idleSince = nil }
+        let slot = Int(sessions[id]!.appSlot)
+        if apps.records[slot].idleSince != nil { apps.records[slot].idleSince = nil }
     }
 
-    func refusal(_ command: String, _ session: SceneSession, _ reason: String) -> LifecycleError {
+    func refusal(_ command: String, _ id: SessionID, _ session: SessionHead, _ reason: String) -> LifecycleError {
         let state = session.condition == .live ? session.sceneState.name : session.condition.name
-        return .invalidTransition(InvalidTransition(command: command, app: session.app, session: session.id,
+        return .invalidTransition(InvalidTransition(command: command, app: apps.records[session.appSlot].id, session: id,
                                                     state: state, reason: reason))
     }
 }

@@ -19,7 +19,8 @@ extension LifecycleEngine {
         } else {
             throw .invalidArgument(name: "session", reason: "a task needs a session or an app")
         }
-        guard let app = apps[appID] else { throw .noSuchApp(appID) }
+        guard let slot = apps.slot(of: appID) else { throw .noSuchApp(appID) }
+        let app = apps.records[slot]
         guard app.process == .running else {
             throw .invalidTransition(InvalidTransition(
                 command: "begin a background task for", app: appID, session: request.session, state: app.process.name,
@@ -29,8 +30,8 @@ extension LifecycleEngine {
         nextTaskNumber += 1
         tasks[token] = BackgroundTask(token: token, app: appID, session: request.session, name: request.name,
                                       beganAt: clock, expirationSentAt: nil)
-        apps[appID]!.tasks.append(token)
-        refreshActivity(appID, effects: &effects)
+        apps.records[slot].tasks.append(token)
+        refreshActivity(slot, effects: &effects)
         effects.append(.taskChanged(token))
         effects.append(.appChanged(appID))
         return token
@@ -39,8 +40,9 @@ extension LifecycleEngine {
     mutating func endTask(_ token: TaskToken, effects: inout [Effect]) throws(LifecycleError) {
         guard let task = tasks[token] else { throw .noSuchTask(token) }
         tasks[token] = nil
-        if let i = apps[task.app]!.tasks.firstIndex(of: token) { apps[task.app]!.tasks.remove(at: i) }
-        refreshActivity(task.app, effects: &effects)
+        let slot = apps.slot(of: task.app)!
+        if let i = apps.records[slot].tasks.firstIndex(of: token) { apps.records[slot].tasks.remove(at: i) }
+        refreshActivity(slot, effects: &effects)
         effects.append(.taskRemoved(token))
         effects.append(.appChanged(task.app))
     }
@@ -67,11 +69,11 @@ extension LifecycleEngine {
     }
 
     /// Queues a wake-up for the app's deadline unless an earlier or equal one is already queued.
-    mutating func schedule(_ id: AppID) {
-        guard let app = apps[id], let due = deadline(of: app) else { return }
-        if let queued = app.scheduledWake, queued <= due { return }
-        apps[id]!.scheduledWake = due
-        deadlines.push(.init(time: due, app: id))
+    mutating func schedule(_ slot: Int) {
+        guard let due = deadline(of: apps.records[slot]) else { return }
+        if let queued = apps.records[slot].scheduledWake, queued <= due { return }
+        apps.records[slot].scheduledWake = due
+        deadlines.push(.init(time: due, app: apps.records[slot].id, slot: slot))
     }
 
     /// Fires everything due up to `now`, in time order, moving the clock to each deadline so that
@@ -79,39 +81,39 @@ extension LifecycleEngine {
     mutating func advance(to now: Timestamp, effects: inout [Effect]) {
         while let next = deadlines.earliest, next.time <= now {
             _ = deadlines.popEarliest()
-            guard let app = apps[next.app], app.scheduledWake == next.time else { continue }
-            apps[next.app]!.scheduledWake = nil
+            guard apps.records[next.slot].scheduledWake == next.time else { continue }
+            apps.records[next.slot].scheduledWake = nil
             if next.time > clock { clock = next.time }
-            fireDue(next.app, effects: &effects)
-            schedule(next.app)
+            fireDue(next.slot, effects: &effects)
+            schedule(next.slot)
         }
         if now > clock { clock = now }
     }
 
-    mutating func fireDue(_ id: AppID, effects: inout [Effect]) {
-        guard apps[id]!.process == .running else { return }
+    mutating func fireDue(_ slot: Int, effects: inout [Effect]) {
+        guard apps.records[slot].process == .running else { return }
         // A task still open one grace period after its expiration handler ran: the app is killed
         // with no willTerminate (R24).
-        for token in apps[id]!.tasks {
+        for token in apps.records[slot].tasks {
             if let sent = tasks[token]!.expirationSentAt, sent + configuration.expirationGrace <= clock {
-                endProcess(id, reason: .backgroundTaskExpired, cause: .timer, effects: &effects)
+                endProcess(slot, reason: .backgroundTaskExpired, cause: .timer, effects: &effects)
                 return
             }
         }
-        if let entered = apps[id]!.backgroundEnteredAt {
+        if let entered = apps.records[slot].backgroundEnteredAt {
             let expiry = entered + configuration.backgroundTaskBudget
-            for token in apps[id]!.tasks {
+            for token in apps.records[slot].tasks {
                 let task = tasks[token]!
                 if task.expirationSentAt == nil && max(expiry, task.beganAt) <= clock {
                     tasks[token]!.expirationSentAt = clock
-                    emit(.backgroundTaskWillExpire, app: id, session: task.session, state: .process(.running),
+                    emit(.backgroundTaskWillExpire, app: slot, session: task.session, state: .process(.running),
                          cause: .timer, detail: .task(token, name: task.name), effects: &effects)
                     effects.append(.taskChanged(token))
                 }
             }
         }
-        if let idle = apps[id]!.idleSince, idle + configuration.suspendDelay <= clock {
-            suspend(id, cause: .timer, effects: &effects)
+        if let idle = apps.records[slot].idleSince, idle + configuration.suspendDelay <= clock {
+            suspend(slot, cause: .timer, effects: &effects)
         }
     }
 }

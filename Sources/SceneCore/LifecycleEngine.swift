@@ -7,7 +7,7 @@
 public struct LifecycleEngine: Sendable {
     public internal(set) var configuration: EngineConfiguration
 
-    public internal(set) var apps: [AppID: AppRecord] = [:]
+    public internal(set) var apps = AppTable()
     public internal(set) var sessions: [SessionID: SceneSession] = [:]
     public internal(set) var tasks: [TaskToken: BackgroundTask] = [:]
 
@@ -20,6 +20,10 @@ public struct LifecycleEngine: Sendable {
     public internal(set) var nextTaskNumber: UInt64
 
     var deadlines = DeadlineQueue()
+    /// Memory in use by the engine's accounting: each running or suspended app's base footprint
+    /// plus each connected scene's footprint; what simulated pressure measures. Kept as it
+    /// changes, so that reading it costs nothing.
+    public internal(set) var residentBytes: UInt64 = 0
     /// Configuration names are few and repeated; sharing their storage keeps sessions small.
     var internedNames: [String: String] = [:]
 
@@ -39,18 +43,21 @@ public struct LifecycleEngine: Sendable {
         nextSequence = max(snapshot.nextSequence, 1)
         nextSessionNumber = max(snapshot.nextSessionNumber, 1)
         nextTaskNumber = max(snapshot.nextTaskNumber, 1)
-        for var app in snapshot.apps {
+        for var app in snapshot.apps.sorted(by: { $0.id < $1.id }) {
+            guard apps.slot(of: app.id) == nil else {
+                throw .invalidArgument(name: "snapshot", reason: "app \(app.id) appears twice")
+            }
             app.activeScenes = 0
             app.inactiveScenes = 0
             app.backgroundScenes = 0
             app.sessions = []
             app.tasks = []
             app.scheduledWake = nil
-            apps[app.id] = app
+            _ = apps.insert(app)
         }
         sessions.reserveCapacity(snapshot.sessions.count)
         for session in snapshot.sessions {
-            guard apps[session.app] != nil else {
+            guard let slot = apps.slot(of: session.app) else {
                 throw .invalidArgument(name: "snapshot", reason: "session \(session.id) belongs to unknown app \(session.app)")
             }
             guard session.id.rawValue < nextSessionNumber else {
@@ -59,33 +66,42 @@ public struct LifecycleEngine: Sendable {
             guard session.condition != .discarded else {
                 throw .invalidArgument(name: "snapshot", reason: "session \(session.id) is discarded")
             }
-            var s = session
-            s = SceneSession(id: s.id, app: s.app, role: s.role, configurationName: intern(s.configurationName),
-                             userInfo: s.userInfo, restoration: s.restoration, footprint: s.footprint,
-                             condition: s.condition, sceneState: s.condition == .live ? s.sceneState : .unattached,
-                             sceneInstance: s.sceneInstance, createdAt: s.createdAt, lastActiveAt: s.lastActiveAt,
-                             backgroundSince: s.backgroundSince, activations: s.activations, restores: s.restores,
-                             restoreCostMs: s.restoreCostMs, isProtected: s.isProtected,
-                             activationScore: s.activationScore)
+            var s = SceneSession(id: session.id, app: apps.records[slot].id, role: session.role,
+                                 configurationName: intern(session.configurationName),
+                                 userInfo: session.userInfo, restoration: session.restoration, footprint: session.footprint,
+                                 condition: session.condition,
+                                 sceneState: session.condition == .live ? session.sceneState : .unattached,
+                                 sceneInstance: session.sceneInstance, createdAt: session.createdAt,
+                                 lastActiveAt: session.lastActiveAt, backgroundSince: session.backgroundSince,
+                                 activations: session.activations, restores: session.restores,
+                                 restoreCostMs: session.restoreCostMs, isProtected: session.isProtected,
+                                 activationScore: session.activationScore)
+            s.appSlot = Int32(slot)
             sessions[s.id] = s
-            apps[s.app]!.sessions.insert(s.id)
-            if s.condition == .live { adjustCount(app: s.app, state: s.sceneState, by: 1) }
+            apps.records[slot].sessions.insert(s.id)
+            if s.condition == .live && s.sceneState != .unattached {
+                adjustCount(slot, state: s.sceneState, by: 1)
+                residentBytes &+= s.footprint
+            }
         }
         for task in snapshot.tasks.sorted(by: { $0.token < $1.token }) {
-            guard apps[task.app] != nil else {
+            guard let slot = apps.slot(of: task.app) else {
                 throw .invalidArgument(name: "snapshot", reason: "task \(task.token) belongs to unknown app \(task.app)")
             }
             tasks[task.token] = task
-            apps[task.app]!.tasks.append(task.token)
+            apps.records[slot].tasks.append(task.token)
         }
-        for id in apps.keys.sorted() { schedule(id) }
+        for slot in apps.records.indices {
+            if apps.records[slot].process != .notRunning { residentBytes &+= apps.records[slot].baseFootprint }
+            schedule(slot)
+        }
     }
 
     /// Everything needed to rebuild the engine. The wake-up queue is not state (it is rebuilt
     /// from the deadlines on restore), so each record's queue hint is left out: engines in the
     /// same state have equal snapshots whatever their queue history.
     public var snapshot: EngineSnapshot {
-        EngineSnapshot(apps: apps.values.map { app in
+        EngineSnapshot(apps: apps.records.map { app in
                            var stored = app
                            stored.scheduledWake = nil
                            return stored
@@ -145,14 +161,20 @@ public struct LifecycleEngine: Sendable {
             try updateSession(id, effects: &effects) { $0.userInfo = info }
             return .done
         case .setFootprint(let id, let bytes):
-            try updateSession(id, effects: &effects) { $0.footprint = bytes }
+            let old = try openSession(id)
+            if old.condition == .live { residentBytes = residentBytes &- old.footprint &+ bytes }
+            sessions[id]!.footprint = bytes
+            effects.append(.sessionChanged(id))
             return .done
         case .setProtected(let id, let flag):
             try updateSession(id, effects: &effects) { $0.isProtected = flag }
             return .done
         case .setAppFootprint(let app, let bytes):
-            guard apps[app] != nil else { throw .noSuchApp(app) }
-            apps[app]!.baseFootprint = bytes
+            guard let slot = apps.slot(of: app) else { throw .noSuchApp(app) }
+            if apps.records[slot].process != .notRunning {
+                residentBytes = residentBytes &- apps.records[slot].baseFootprint &+ bytes
+            }
+            apps.records[slot].baseFootprint = bytes
             effects.append(.appChanged(app))
             return .done
         case .beginTask(let request):
@@ -171,7 +193,7 @@ public struct LifecycleEngine: Sendable {
 
     // MARK: - Shared helpers
 
-    /// Looks up an open session, telling a discarded one from one that never existed.
+    /// Looks up an open session (a copy), telling a discarded one from one that never existed.
     func openSession(_ id: SessionID) throws(LifecycleError) -> SceneSession {
         if let s = sessions[id] { return s }
         throw wasDiscarded(id) ? .sessionDiscarded(id) : .noSuchSession(id)
@@ -183,32 +205,47 @@ public struct LifecycleEngine: Sendable {
         return name
     }
 
-    mutating func emit(_ name: EventName, app: AppID, session: SessionID? = nil, sceneInstance: UInt32 = 0,
+    /// Appends an event; `app` is the app's slot.
+    mutating func emit(_ name: EventName, app: Int, session: SessionID? = nil, sceneInstance: UInt32 = 0,
                        state: EventState, cause: EventCause, detail: EventDetail = .none,
                        effects: inout [Effect]) {
-        let event = LifecycleEvent(seq: nextSequence, time: clock, name: name, app: app, session: session,
+        // Field by field: copying the whole record would retain its collections for nothing.
+        let event = LifecycleEvent(seq: nextSequence, time: clock, name: name, app: apps.records[app].id, session: session,
                                    sceneInstance: sceneInstance, state: state,
-                                   appState: apps[app]?.applicationState ?? .background,
-                                   cause: cause, detail: detail)
+                                   appState: apps.records[app].applicationState, cause: cause, detail: detail)
         nextSequence += 1
         effects.append(.event(event))
     }
 
-    /// Moves a scene between activation states, keeping its app's per-state counts exact.
-    mutating func setSceneState(_ id: SessionID, _ new: SceneActivationState) {
-        let old = sessions[id]!.sceneState
-        guard old != new else { return }
-        let app = sessions[id]!.app
-        sessions[id]!.sceneState = new
-        adjustCount(app: app, state: old, by: -1)
-        adjustCount(app: app, state: new, by: 1)
+    /// Moves a scene between activation states, keeping its app's per-state counts and the
+    /// resident bytes exact. Returns the app's slot.
+    @discardableResult
+    mutating func setSceneState(_ id: SessionID, _ new: SceneActivationState) -> Int {
+        let (old, slot, footprint): (SceneActivationState, Int, UInt64) = withSession(id) { s in
+            let old = s.sceneState
+            s.sceneState = new
+            return (old, Int(s.appSlot), s.footprint)
+        }
+        guard old != new else { return slot }
+        adjustCount(slot, state: old, by: -1)
+        adjustCount(slot, state: new, by: 1)
+        // A scene holds memory while attached (its footprint counts from connection to release).
+        if old == .unattached { residentBytes &+= footprint }
+        if new == .unattached { residentBytes &-= footprint }
+        return slot
     }
 
-    mutating func adjustCount(app: AppID, state: SceneActivationState, by delta: Int32) {
+    /// One lookup, changed in place.
+    @inline(__always)
+    mutating func withSession<R>(_ id: SessionID, _ body: (inout SceneSession) -> R) -> R {
+        body(&sessions[id]!)
+    }
+
+    mutating func adjustCount(_ slot: Int, state: SceneActivationState, by delta: Int32) {
         switch state {
-        case .foregroundActive: apps[app]!.activeScenes += delta
-        case .foregroundInactive: apps[app]!.inactiveScenes += delta
-        case .background: apps[app]!.backgroundScenes += delta
+        case .foregroundActive: apps.records[slot].activeScenes += delta
+        case .foregroundInactive: apps.records[slot].inactiveScenes += delta
+        case .background: apps.records[slot].backgroundScenes += delta
         case .unattached: break
         }
     }

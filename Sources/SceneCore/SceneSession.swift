@@ -1,35 +1,37 @@
 /// A scene session (`UISceneSession`): outlives its scenes, and persists across app and daemon
 /// restarts until it is discarded.
 public struct SceneSession: Sendable, Equatable {
+    // Stored properties are ordered by size (8-byte, then 4, then 1) so that the struct packs
+    // without padding: a daemon holds a million of these.
     public let id: SessionID
     public let app: AppID
-    public let role: SessionRole
     public let configurationName: String
     public var userInfo: UserInfo
-    public var restoration: RestorationData?
     /// Bytes this session's scene holds while connected; what a disconnect frees.
     public var footprint: UInt64
-
-    public var condition: SessionCondition
-    /// The connected scene's activation state; `unattached` while archived.
-    public var sceneState: SceneActivationState
-    /// How many scene instances this session has had; a reconnection makes a new one (R2).
-    public var sceneInstance: UInt32
-
     public let createdAt: Timestamp
     /// Last time the scene was foregroundActive (or created, if never).
     public var lastActiveAt: Timestamp
     /// When the scene last entered the background; reclaim ages scenes from here.
     public var backgroundSince: Timestamp
-    /// How many times the scene became active.
-    public var activations: UInt32
     /// Activations counted with exponential decay (half-life `SceneSession.activationHalfLife`),
     /// as of `lastActiveAt`: how much the session is used lately. Reclaim weighs it.
     public var activationScore: Double
+    public var restoration: RestorationData?
+    /// How many scene instances this session has had; a reconnection makes a new one (R2).
+    public var sceneInstance: UInt32
+    /// How many times the scene became active.
+    public var activations: UInt32
     /// How many times the session was reconnected from archived.
     public var restores: UInt32
     /// Declared cost of restoring this session, in milliseconds (0 = unknown).
     public var restoreCostMs: UInt32
+    /// The engine's slot for `app` (see AppTable); -1 outside an engine. Not part of equality.
+    var appSlot: Int32 = -1
+    public let role: SessionRole
+    public var condition: SessionCondition
+    /// The connected scene's activation state; `unattached` while archived.
+    public var sceneState: SceneActivationState
     /// Protected sessions are reclaimed only as a last resort (reclaim-policy.md §3.1, T3).
     public var isProtected: Bool
 
@@ -60,6 +62,16 @@ public struct SceneSession: Sendable, Equatable {
     }
 
     public var isConnected: Bool { condition == .live }
+
+    /// Every stored field; the engine's internal slot does not count.
+    public static func == (a: SceneSession, b: SceneSession) -> Bool {
+        a.id == b.id && a.app == b.app && a.role == b.role && a.configurationName == b.configurationName
+            && a.userInfo == b.userInfo && a.restoration == b.restoration && a.footprint == b.footprint
+            && a.condition == b.condition && a.sceneState == b.sceneState && a.sceneInstance == b.sceneInstance
+            && a.createdAt == b.createdAt && a.lastActiveAt == b.lastActiveAt && a.backgroundSince == b.backgroundSince
+            && a.activations == b.activations && a.activationScore.bitPattern == b.activationScore.bitPattern
+            && a.restores == b.restores && a.restoreCostMs == b.restoreCostMs && a.isProtected == b.isProtected
+    }
 
     public static let activationHalfLife = TimeSpan.seconds(30 * 60)
 
