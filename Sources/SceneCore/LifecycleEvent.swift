@@ -20,7 +20,8 @@ public enum EventName: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     case resumed
     case terminated
 
-    public var name: String {
+    /// The name as static bytes (no String is built: replies and logs use it on hot paths).
+    public var staticName: StaticString {
         switch self {
         case .didFinishLaunching: "didFinishLaunching"
         case .configurationForConnecting: "configurationForConnecting"
@@ -39,6 +40,7 @@ public enum EventName: UInt8, Sendable, CaseIterable, CustomStringConvertible {
         case .terminated: "terminated"
         }
     }
+    public var name: String { staticName.description }
     public init?(name: String) {
         guard let e = Self.allCases.first(where: { $0.name == name }) else { return nil }
         self = e
@@ -63,12 +65,14 @@ public enum EventState: Sendable, Equatable, CustomStringConvertible {
     case scene(SceneActivationState)
     case process(ProcessState)
 
-    public var name: String {
+    /// The name as static bytes (no String is built: replies and logs use it on hot paths).
+    public var staticName: StaticString {
         switch self {
-        case .scene(let s): s.name
-        case .process(let p): p.name
+        case .scene(let s): s.staticName
+        case .process(let p): p.staticName
         }
     }
+    public var name: String { staticName.description }
     public var description: String { name }
 }
 
@@ -85,7 +89,8 @@ public enum EventCause: Sendable, Equatable {
     /// The daemon restored its state at start-up.
     case restore
 
-    public var name: String {
+    /// The name as static bytes (no String is built: replies and logs use it on hot paths).
+    public var staticName: StaticString {
         switch self {
         case .request: "request"
         case .timer: "timer"
@@ -94,6 +99,7 @@ public enum EventCause: Sendable, Equatable {
         case .restore: "restore"
         }
     }
+    public var name: String { staticName.description }
 }
 
 /// What the reclaim policy records with each action it takes.
@@ -138,13 +144,15 @@ public enum TerminationReason: UInt8, Sendable, CaseIterable, CustomStringConver
     /// Reclaimed under memory pressure.
     case memoryPressure
 
-    public var name: String {
+    /// The name as static bytes (no String is built: replies and logs use it on hot paths).
+    public var staticName: StaticString {
         switch self {
         case .requested: "requested"
         case .backgroundTaskExpired: "backgroundTaskExpired"
         case .memoryPressure: "memoryPressure"
         }
     }
+    public var name: String { staticName.description }
     public var description: String { name }
 }
 

@@ -6,7 +6,8 @@ public enum SceneActivationState: UInt8, Sendable, CaseIterable, CustomStringCon
     case foregroundActive
     case background
 
-    public var name: String {
+    /// The name as static bytes (no String is built: replies and logs use it on hot paths).
+    public var staticName: StaticString {
         switch self {
         case .unattached: "unattached"
         case .foregroundInactive: "foregroundInactive"
@@ -14,6 +15,7 @@ public enum SceneActivationState: UInt8, Sendable, CaseIterable, CustomStringCon
         case .background: "background"
         }
     }
+    public var name: String { staticName.description }
     public init?(name: String) {
         guard let s = Self.allCases.first(where: { $0.name == name }) else { return nil }
         self = s
@@ -28,13 +30,15 @@ public enum ApplicationState: UInt8, Sendable, CaseIterable, CustomStringConvert
     case inactive
     case background
 
-    public var name: String {
+    /// The name as static bytes (no String is built: replies and logs use it on hot paths).
+    public var staticName: StaticString {
         switch self {
         case .active: "active"
         case .inactive: "inactive"
         case .background: "background"
         }
     }
+    public var name: String { staticName.description }
     public init?(name: String) {
         guard let s = Self.allCases.first(where: { $0.name == name }) else { return nil }
         self = s
@@ -62,13 +66,15 @@ public enum ProcessState: UInt8, Sendable, CaseIterable, CustomStringConvertible
     case running
     case suspended
 
-    public var name: String {
+    /// The name as static bytes (no String is built: replies and logs use it on hot paths).
+    public var staticName: StaticString {
         switch self {
         case .notRunning: "notRunning"
         case .running: "running"
         case .suspended: "suspended"
         }
     }
+    public var name: String { staticName.description }
     public init?(name: String) {
         guard let s = Self.allCases.first(where: { $0.name == name }) else { return nil }
         self = s
@@ -86,13 +92,15 @@ public enum SessionCondition: UInt8, Sendable, CaseIterable, CustomStringConvert
     /// Gone for ever (R15). Only reported, never stored.
     case discarded
 
-    public var name: String {
+    /// The name as static bytes (no String is built: replies and logs use it on hot paths).
+    public var staticName: StaticString {
         switch self {
         case .live: "live"
         case .archived: "archived"
         case .discarded: "discarded"
         }
     }
+    public var name: String { staticName.description }
     public init?(name: String) {
         guard let s = Self.allCases.first(where: { $0.name == name }) else { return nil }
         self = s
@@ -108,7 +116,8 @@ public enum SessionRole: UInt8, Sendable, CaseIterable, CustomStringConvertible 
     case volumetricApplication
     case immersiveSpaceApplication
 
-    public var name: String {
+    /// The name as static bytes (no String is built: replies and logs use it on hot paths).
+    public var staticName: StaticString {
         switch self {
         case .windowApplication: "windowApplication"
         case .windowExternalDisplayNonInteractive: "windowExternalDisplayNonInteractive"
@@ -117,6 +126,7 @@ public enum SessionRole: UInt8, Sendable, CaseIterable, CustomStringConvertible 
         case .immersiveSpaceApplication: "immersiveSpaceApplication"
         }
     }
+    public var name: String { staticName.description }
     public init?(name: String) {
         guard let s = Self.allCases.first(where: { $0.name == name }) else { return nil }
         self = s

@@ -45,6 +45,16 @@ struct LogEntry: Equatable {
 /// only, because journald stores an entry's fields ordered by data object and drops repeated
 /// identical values, so their order (and their pairing) does not survive the journal.
 enum JournalEntries {
+    /// Events whose entries are logged above info (notice): reclaim actions, terminations,
+    /// memory warnings, expiring tasks.
+    static func isNotable(_ e: LifecycleEvent) -> Bool {
+        if case .reclaim = e.cause { return true }
+        switch e.name {
+        case .terminated, .willTerminate, .didReceiveMemoryWarning, .backgroundTaskWillExpire: return true
+        default: return false
+        }
+    }
+
     static func entries(for events: [LifecycleEvent], pressure: PressureLevel) -> [LogEntry] {
         var out: [LogEntry] = []
         var group: [LifecycleEvent] = []

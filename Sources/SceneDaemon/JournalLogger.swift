@@ -19,9 +19,15 @@ final class JournalLogger {
     /// Logs committed events, one entry per state change.
     func log(_ events: [LifecycleEvent], pressure: PressureLevel) {
         guard !events.isEmpty, level >= .notice else { return }
-        for entry in JournalEntries.entries(for: events, pressure: pressure) where wants(entry.priority) {
-            send(entry)
+        if level >= .info {
+            for entry in JournalEntries.entries(for: events, pressure: pressure) where wants(entry.priority) { send(entry) }
+            return
         }
+        // Below info only the notable changes are logged: don't build entries for the rest
+        // (at hundreds of thousands of transitions a second, building them is the cost).
+        let notable = events.filter(JournalEntries.isNotable)
+        guard !notable.isEmpty else { return }
+        for entry in JournalEntries.entries(for: notable, pressure: pressure) where wants(entry.priority) { send(entry) }
     }
 
     func send(_ entry: LogEntry) {

@@ -2,19 +2,26 @@ import SceneCore
 import Varlink
 
 /// Writes the model as the interface's types (see ManagerInterface), straight into a reply
-/// buffer: no intermediate JSON tree on the hot path.
+/// buffer: no intermediate JSON tree, and keys and enum names copied as static bytes, because
+/// every Activate or Background reply carries a session and its events.
 extension JSONWriter {
-    mutating func field(_ name: String, _ value: String) { key(name); string(value) }
-    mutating func field(_ name: String, _ value: Int64) { key(name); int(value) }
-    mutating func field(_ name: String, _ value: UInt64) { key(name); uint(value) }
-    mutating func field(_ name: String, _ value: Bool) { key(name); bool(value) }
-    mutating func field(_ name: String, _ value: Timestamp) { key(name); int(value.microseconds) }
+    mutating func field(_ name: StaticString, _ value: String) { key(static: name); string(value) }
+    mutating func field(_ name: StaticString, _ value: Int64) { key(static: name); int(value) }
+    mutating func field(_ name: StaticString, _ value: UInt64) { key(static: name); uint(value) }
+    mutating func field(_ name: StaticString, _ value: Bool) { key(static: name); bool(value) }
+    mutating func field(_ name: StaticString, _ value: Timestamp) { key(static: name); int(value.microseconds) }
+    mutating func field(_ name: StaticString, static value: StaticString) { key(static: name); string(static: value) }
+    mutating func field(_ name: StaticString, _ id: SessionID) { key(static: name); sessionID(id) }
+    mutating func field(_ name: StaticString, _ app: AppID) { key(static: name); string(unescaped: app.rawValue) }
+
+    /// `"s42"`.
+    mutating func sessionID(_ id: SessionID) { string(prefix: UInt8(ascii: "s"), decimal: id.rawValue) }
 
     mutating func restoration(_ data: RestorationData) {
         beginObject()
         switch data {
         case .json(let text):
-            key("json")
+            key(static: "json")
             raw(text)
         case .bytes(let bytes):
             field("base64", Base64.encode(bytes))
@@ -24,16 +31,16 @@ extension JSONWriter {
 
     mutating func session(_ s: SceneSession) {
         beginObject()
-        field("id", s.id.description)
-        field("app", s.app.rawValue)
-        field("role", s.role.name)
+        field("id", s.id)
+        field("app", s.app)
+        field("role", static: s.role.staticName)
         field("configuration", s.configurationName)
-        field("condition", s.condition.name)
-        field("state", s.sceneState.name)
-        key("userInfo")
+        field("condition", static: s.condition.staticName)
+        field("state", static: s.sceneState.staticName)
+        key(static: "userInfo")
         raw(s.userInfo.json)
         if let r = s.restoration {
-            key("restoration")
+            key(static: "restoration")
             restoration(r)
         }
         field("footprint", s.footprint)
@@ -50,9 +57,10 @@ extension JSONWriter {
 
     mutating func task(_ t: BackgroundTask, engine: LifecycleEngine) {
         beginObject()
-        field("token", t.token.description)
-        field("app", t.app.rawValue)
-        if let s = t.session { field("session", s.description) }
+        key(static: "token")
+        string(prefix: UInt8(ascii: "t"), decimal: t.token.rawValue)
+        field("app", t.app)
+        if let s = t.session { field("session", s) }
         field("name", t.name)
         field("beganAt", t.beganAt)
         if let expires = engine.expiry(of: t) { field("expiresAt", expires) }
@@ -62,19 +70,19 @@ extension JSONWriter {
 
     mutating func app(_ a: AppRecord, engine: LifecycleEngine) {
         beginObject()
-        field("id", a.id.rawValue)
-        field("process", a.process.name)
-        field("state", a.applicationState.name)
+        field("id", a.id)
+        field("process", static: a.process.staticName)
+        field("state", static: a.applicationState.staticName)
         field("sessions", UInt64(a.sessions.count))
         field("liveSessions", Int64(a.connectedScenes))
         field("foregroundActiveScenes", Int64(a.activeScenes))
         field("foregroundInactiveScenes", Int64(a.inactiveScenes))
         field("backgroundScenes", Int64(a.backgroundScenes))
-        key("pendingDiscards")
+        key(static: "pendingDiscards")
         beginArray()
-        for id in a.pendingDiscards { string(id.description) }
+        for id in a.pendingDiscards { sessionID(id) }
         endArray()
-        key("tasks")
+        key(static: "tasks")
         beginArray()
         for token in a.tasks { if let t = engine.tasks[token] { task(t, engine: engine) } }
         endArray()
@@ -90,41 +98,42 @@ extension JSONWriter {
         beginObject()
         field("seq", e.seq)
         field("time", e.time)
-        field("event", e.name.name)
-        field("app", e.app.rawValue)
+        field("event", static: e.name.staticName)
+        field("app", e.app)
         if let s = e.session {
-            field("session", s.description)
+            field("session", s)
             if e.sceneInstance > 0 { field("scene", UInt64(e.sceneInstance)) }
         }
-        field("state", e.state.name)
-        field("appState", e.appState.name)
-        field("cause", e.cause.name)
+        field("state", static: e.state.staticName)
+        field("appState", static: e.appState.staticName)
+        field("cause", static: e.cause.staticName)
         switch e.detail {
         case .none:
             break
         case .connect(let restoration, let reconnect):
             if let restoration {
-                key("restoration")
+                key(static: "restoration")
                 self.restoration(restoration)
             }
             field("reconnect", reconnect)
         case .discarded(let ids):
             sessionList(ids)
         case .task(let token, let name):
-            field("task", token.description)
+            key(static: "task")
+            string(prefix: UInt8(ascii: "t"), decimal: token.rawValue)
             field("taskName", name)
         case .terminated(let reason, let archived):
-            field("reason", reason.name)
+            field("reason", static: reason.staticName)
             sessionList(archived)
         }
         if case .reclaim(let note) = e.cause {
-            key("reclaim")
+            key(static: "reclaim")
             beginObject()
             field("level", note.level)
             field("usageBefore", note.usageBefore)
             field("usageAfter", note.usageAfter)
             field("budget", note.budget)
-            if let score = note.score { key("score"); double(score) }
+            if let score = note.score { key(static: "score"); double(score) }
             field("reason", note.reason)
             endObject()
         }
@@ -132,16 +141,16 @@ extension JSONWriter {
     }
 
     private mutating func sessionList(_ ids: [SessionID]) {
-        key("sessions")
+        key(static: "sessions")
         beginArray()
-        for id in ids { string(id.description) }
+        for id in ids { sessionID(id) }
         endArray()
     }
 
     mutating func events(_ list: ArraySlice<LifecycleEvent>) {
-        key("events")
+        key(static: "events")
         beginArray()
-        for e in list { event(e) }
+        for i in list.indices { event(list[i]) }
         endArray()
     }
 }

@@ -40,6 +40,47 @@ public struct JSONWriter: Sendable {
         needsComma = false
     }
 
+    /// A key known at compile time to need no escaping (ASCII letters, digits, `_`): copied as
+    /// is, the hot path of replies built field by field.
+    public mutating func key(static key: StaticString) {
+        separate()
+        bytes.append(UInt8(ascii: "\""))
+        appendASCII(key)
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
+        needsComma = false
+    }
+
+    /// A value known at compile time to need no escaping (enum names and the like).
+    public mutating func string(static value: StaticString) {
+        separate()
+        bytes.append(UInt8(ascii: "\""))
+        appendASCII(value)
+        bytes.append(UInt8(ascii: "\""))
+        needsComma = true
+    }
+
+    /// A string the caller has validated to contain no `"`, `\\` or control characters (e.g.
+    /// a reverse-DNS identifier): copied without scanning.
+    public mutating func string(unescaped value: String) {
+        separate()
+        bytes.append(UInt8(ascii: "\""))
+        var copy = value
+        copy.withUTF8 { bytes.append(contentsOf: $0) }
+        bytes.append(UInt8(ascii: "\""))
+        needsComma = true
+    }
+
+    /// `"<prefix><decimal>"`, e.g. `"s42"` for a session identifier, without building a String.
+    public mutating func string(prefix: UInt8, decimal value: UInt64) {
+        separate()
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(prefix)
+        appendDecimal(value)
+        bytes.append(UInt8(ascii: "\""))
+        needsComma = true
+    }
+
     public mutating func string(_ value: String) {
         separate()
         appendQuoted(value)
