@@ -48,10 +48,7 @@ public struct SessionID: Hashable, Comparable, Sendable, CustomStringConvertible
 
     /// Parses `s42`; the bare number `42` is accepted too, as loginctl accepts session numbers.
     public init?(parsing text: String) {
-        var digits = Substring(text)
-        if digits.first == "s" { digits = digits.dropFirst() }
-        guard !digits.isEmpty, digits.count <= 19, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
-              let n = UInt64(digits), n > 0 else { return nil }
+        guard let n = parseNumber(text, prefix: UInt8(ascii: "s")) else { return nil }
         rawValue = n
     }
 
@@ -66,13 +63,32 @@ public struct TaskToken: Hashable, Comparable, Sendable, CustomStringConvertible
     @inlinable public init(_ rawValue: UInt64) { self.rawValue = rawValue }
 
     public init?(parsing text: String) {
-        var digits = Substring(text)
-        if digits.first == "t" { digits = digits.dropFirst() }
-        guard !digits.isEmpty, digits.count <= 19, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
-              let n = UInt64(digits), n > 0 else { return nil }
+        guard let n = parseNumber(text, prefix: UInt8(ascii: "t")) else { return nil }
         rawValue = n
     }
 
     @inlinable public static func < (a: TaskToken, b: TaskToken) -> Bool { a.rawValue < b.rawValue }
     public var description: String { "t\(rawValue)" }
+}
+
+/// `<prefix>?<digits>` with a positive value that fits UInt64, read from the UTF-8 bytes
+/// (Character-level checks would segment graphemes: this runs on every call).
+func parseNumber(_ text: String, prefix: UInt8) -> UInt64? {
+    var value: UInt64 = 0
+    var digits = 0
+    var first = true
+    for byte in text.utf8 {
+        if first {
+            first = false
+            if byte == prefix { continue }
+        }
+        guard byte >= 48 && byte <= 57, digits < 20 else { return nil }
+        let (times, o1) = value.multipliedReportingOverflow(by: 10)
+        let (sum, o2) = times.addingReportingOverflow(UInt64(byte - 48))
+        guard !o1, !o2 else { return nil }
+        value = sum
+        digits += 1
+    }
+    guard digits > 0, value > 0 else { return nil }
+    return value
 }

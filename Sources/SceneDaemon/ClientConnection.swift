@@ -2,17 +2,19 @@ import SceneCore
 import SystemdKit
 import Varlink
 
-/// One Varlink client. Replies are first written to `held` and released to the socket only
-/// after the loop iteration's commit, so a reply always describes committed state.
+/// One Varlink client. Replies are first held, tagged with the batch their content depends on,
+/// and released to the socket only once that batch is committed: a reply always describes
+/// committed state. Held replies keep their order.
 final class ClientConnection {
     let number: Int
     let fd: Int32
     var wire: VarlinkConnection
     var source: IOSource?
 
-    /// Replies waiting for the commit, already framed.
-    private(set) var held: [UInt8] = []
+    /// Replies waiting for a commit, framed, in order, grouped by batch.
+    private var held: [(batch: UInt64, bytes: [UInt8], count: Int)] = []
     private(set) var heldReplies = 0
+    private(set) var heldBytes = 0
 
     /// An open `more` call. Varlink does not multiplex: until it ends, no other call of this
     /// connection is processed.
@@ -22,8 +24,12 @@ final class ClientConnection {
     var isClosed = false
     /// Input is not read while output is backed up (backpressure on pipelining clients).
     var readingPaused = false
+    /// Paused only until the end of the loop iteration, so that the commit step gets its turn.
+    var pausedForTurn = false
     /// Queued for the end-of-iteration flush.
     var needsFlush = false
+    /// In the listener's list of connections with held replies.
+    var isWaiting = false
 
     init(number: Int, fd: Int32, limits: VarlinkConnection.Limits) {
         self.number = number
@@ -31,18 +37,23 @@ final class ClientConnection {
         wire = VarlinkConnection(limits: limits)
     }
 
-    /// Appends one framed message to the held replies. `build` writes a single JSON object.
-    func hold(_ build: (inout JSONWriter) -> Void) {
+    /// Appends one framed message to the replies held for `batch`. `build` writes one object.
+    func hold(batch: UInt64, _ build: (inout JSONWriter) -> Void) {
+        if held.last?.batch != batch { held.append((batch, [], 0)) }
+        let last = held.count - 1
         var writer = JSONWriter()
-        swap(&writer.bytes, &held)
+        swap(&writer.bytes, &held[last].bytes)
+        let before = writer.bytes.count
         build(&writer)
         writer.bytes.append(0)
-        swap(&writer.bytes, &held)
+        heldBytes += writer.bytes.count - before
+        swap(&writer.bytes, &held[last].bytes)
+        held[last].count += 1
         heldReplies += 1
     }
 
-    func holdError(_ error: VarlinkError) {
-        hold { w in
+    func holdError(batch: UInt64, _ error: VarlinkError) {
+        hold(batch: batch) { w in
             w.beginObject()
             w.key("error")
             w.string(error.name)
@@ -52,25 +63,36 @@ final class ClientConnection {
         }
     }
 
-    /// Moves the held replies to the output buffer (after a successful commit).
-    func releaseHeld() {
-        guard !held.isEmpty else { return }
-        wire.enqueue(held)
-        held.removeAll(keepingCapacity: true)
-        heldReplies = 0
+    /// Moves the replies of batches up to `batch` to the output buffer (committed).
+    func release(through batch: UInt64) {
+        while let first = held.first, first.batch <= batch {
+            wire.enqueue(first.bytes)
+            heldBytes -= first.bytes.count
+            heldReplies -= first.count
+            held.removeFirst()
+        }
     }
 
-    /// The commit these replies waited for failed: every one of them becomes that error, since
-    /// none of the changes they describe was kept.
-    func failHeld(with error: VarlinkError) {
-        let count = heldReplies
-        held.removeAll(keepingCapacity: true)
-        heldReplies = 0
-        for _ in 0..<count { holdError(error) }
-        releaseHeld()
+    /// The commit these replies waited for failed: every reply of those batches becomes that
+    /// error, since none of the changes they describe was kept.
+    func fail(through batch: UInt64, with error: VarlinkError) {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("error")
+        writer.string(error.name)
+        writer.key("parameters")
+        writer.value(.object(error.parameters))
+        writer.endObject()
+        writer.bytes.append(0)
+        while let first = held.first, first.batch <= batch {
+            for _ in 0..<first.count { wire.enqueue(writer.bytes) }
+            heldBytes -= first.bytes.count
+            heldReplies -= first.count
+            held.removeFirst()
+        }
     }
 
-    var heldBytes: Int { held.count }
+    var hasHeldReplies: Bool { heldReplies > 0 }
 }
 
 /// A streaming reply in progress.

@@ -26,6 +26,7 @@ final class Daemon {
     /// Unlinked at exit when we bound it ourselves (never a socket-activated one).
     let ownsSocket: Bool
     private var engineTimer: TimerSource?
+    private var commitDone: IOSource?
     private var reclaimTimer: TimerSource?
     private var finishStep: DeferSource?
     private var finishing = false
@@ -65,6 +66,13 @@ final class Daemon {
         service.daemon = self
         listener.handleCall = { call, conn in me.takeUnretainedValue().service.handle(call, on: conn) }
         listener.requestFlush = { me.takeUnretainedValue().requestFinish() }
+        listener.currentBatch = { me.takeUnretainedValue().manager.gathering }
+        if let writer = manager.writer {
+            // Medium priority: a finished commit releases replies before new calls are read.
+            commitDone = try loop.addIO(fd: writer.completionFD, events: .readable, priority: -10) { _ in
+                me.takeUnretainedValue().onCommitFinished()
+            }
+        }
         listener.produceStream = { conn in me.takeUnretainedValue().service.produce(conn) }
         // Numerically larger = less urgent: runs once every ready socket has been handled.
         finishStep = try loop.addDefer(priority: 100) { me.takeUnretainedValue().finishIteration() }
@@ -95,11 +103,16 @@ final class Daemon {
                       "scened \(Self.version) ready on \(socketPath); \(manager.engine.sessions.count) sessions of \(manager.engine.apps.count) apps restored.",
                       [("SCENED_SOCKET", socketPath), ("SCENED_SESSIONS", String(manager.engine.sessions.count))])
         let code = try loop.run()
+        // A clean, committed shutdown: everything gathered is committed before exiting.
         finishIteration()
+        while manager.isCommitting || manager.hasPending {
+            apply(manager.drain())
+            apply(manager.startCommit())
+        }
+        listener.flush()
         listener.closeAll()
         monitor.psi?.stop()
         if ownsSocket { unlink(socketPath) }
-        manager.store?.close()
         return code
     }
 
@@ -121,7 +134,9 @@ final class Daemon {
         requestFinish()
     }
 
-    /// The end of a loop iteration: reclaim, commit, publish, release replies, re-arm timers.
+    /// The end of a loop iteration: reclaim, hand the batch to the writer (or settle it at once
+    /// if it changed nothing), let paused clients go on, write what can be written, re-arm
+    /// timers.
     private func finishIteration() {
         finishing = true
         finishAgain = false
@@ -130,29 +145,40 @@ final class Daemon {
             if finishAgain { finishStep?.trigger() }
         }
         reclaim.evaluate()
-        var failure: VarlinkError?
-        switch manager.commit() {
+        apply(manager.startCommit())
+        listener.endTurn()
+        listener.flush()
+        rearmEngineTimer()
+    }
+
+    /// The writer finished a batch: publish it and release its replies, then start the next.
+    private func onCommitFinished() {
+        guard let finished = manager.writer?.takeFinished() else { return }
+        apply(manager.finishCommit(finished.result))
+        requestFinish()
+    }
+
+    /// Carries out what a commit settled.
+    private func apply(_ progress: Manager.Progress) {
+        switch progress {
         case .nothing:
-            break
-        case .committed(let events):
-            service.publish(events)
-            logger.log(events, pressure: reclaim.level)
-            reclaim.noteActivations(events)
-            status.changed()
-        case .failed(let error):
+            return
+        case .committed(let through, let events):
+            if !events.isEmpty {
+                service.publish(events)
+                logger.log(events, pressure: reclaim.level)
+                reclaim.noteActivations(events)
+                status.changed()
+            }
+            listener.settle(through: through, failure: nil)
+        case .failed(let through, let error):
             logger.daemon(.err, MessageID.storageFailure,
-                          "Commit to \(error.path) failed; the changes of this iteration were not made: \(error.message)",
+                          "Commit to \(error.path) failed; those changes were not made and their callers were told: \(error.message)",
                           [("SCENED_STORE", error.path)])
-            Diagnostics.error("commit failed, changes of this iteration rolled back: \(error)")
-            failure = Self.storageFailure(error)
+            Diagnostics.error("commit failed, uncommitted changes dropped: \(error)")
+            listener.settle(through: through, failure: Self.storageFailure(error))
             status.changed()
         }
-        listener.flush(failure: failure)
-        // A client paused for backpressure is read again inside the flush once its output
-        // drained; the calls it then handled wait for a commit: run again now instead of
-        // waiting for an unrelated wake-up (requestFinish is ignored while finishing).
-        if listener.hasQueuedFlush { finishStep?.trigger() }
-        rearmEngineTimer()
     }
 
     private func rearmEngineTimer() {

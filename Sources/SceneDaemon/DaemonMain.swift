@@ -98,7 +98,13 @@ public enum DaemonMain {
 
         do {
             let loop = try EventLoop()
-            let manager = Manager(engine: engine, clock: DaemonClock(), store: store)
+            let writer = try StoreWriter(store: store)
+            try writer.start()
+            defer {
+                writer.stop()
+                writer.withStore { $0.close() }
+            }
+            let manager = Manager(engine: engine, clock: DaemonClock(), writer: writer)
             var effective = config
             effective.settings = settings
             let daemon = try Daemon(options: options, config: effective, loader: loader, loop: loop, manager: manager,

@@ -1,22 +1,35 @@
+import Glibc
 import SceneCore
 import SceneStore
 
-/// Owns the engine and carries out its effects: changes wait in `pending` until the end of the
-/// loop iteration, are committed in one transaction, and only then are their events published
-/// (monitors, journal) and the replies that depend on them released.
+/// Owns the engine and carries out its effects. Changes wait in `pending`; at the end of a loop
+/// iteration they become one batch, committed in one transaction by the store's writer thread
+/// while the loop goes on with the next batch. Only when a batch is committed are its events
+/// published (monitors, journal) and the replies that depend on it released.
+///
+/// Batches are numbered. A reply is tagged with the number of the batch being gathered when it
+/// was made, and released once every batch up to that number is committed: even a read-only
+/// reply may show changes that were still being committed.
 final class Manager {
     private(set) var engine: LifecycleEngine
     let clock: DaemonClock
-    let store: SceneStore?
+    let writer: StoreWriter?
     private(set) var pending = PendingChanges()
     private(set) var recent: RecentEvents
     private var effects: [Effect] = []
     private(set) var commits: UInt64 = 0
 
-    init(engine: LifecycleEngine, clock: DaemonClock, store: SceneStore?, recentCapacity: Int = 4096) {
+    /// The batch new changes and replies belong to.
+    private(set) var gathering: UInt64 = 1
+    /// Every batch up to this one is committed (or settled by a failure).
+    private(set) var committedThrough: UInt64 = 0
+    /// The batch the writer is committing, with what to publish when it is done.
+    private var inFlight: (number: UInt64, events: [LifecycleEvent], nextSequence: UInt64)?
+
+    init(engine: LifecycleEngine, clock: DaemonClock, writer: StoreWriter?, recentCapacity: Int = 4096) {
         self.engine = engine
         self.clock = clock
-        self.store = store
+        self.writer = writer
         recent = RecentEvents(capacity: recentCapacity)
         committedNextSequence = engine.nextSequence
         effects.reserveCapacity(64)
@@ -53,34 +66,75 @@ final class Manager {
     }
 
     var hasPending: Bool { !pending.isEmpty }
+    var isCommitting: Bool { inFlight != nil }
 
-    enum CommitOutcome {
+    /// What a step of the commit pipeline settled.
+    enum Progress {
         case nothing
-        case committed([LifecycleEvent])
-        case failed(StoreError)
+        /// Every batch up to `through` is committed; these events are now published.
+        case committed(through: UInt64, events: [LifecycleEvent])
+        /// The batches up to `through` are lost (the commit failed); their callers must be told.
+        case failed(through: UInt64, StoreError)
     }
 
-    /// Commits everything pending as one transaction. On failure nothing pending is kept: the
-    /// engine is rebuilt from the last committed state, so memory never holds what the disk does
-    /// not, and the callers waiting for this commit are told it failed.
-    func commit() -> CommitOutcome {
-        guard hasPending else { return .nothing }
-        if let store {
-            let batch = makeBatch()
-            do {
-                try store.commit(batch)
-            } catch {
-                pending.removeAll()
-                reloadAfterFailedCommit(store)
-                return .failed(error)
-            }
+    /// At the end of a loop iteration: hands what is pending to the writer, unless a batch is
+    /// already being committed (then it keeps gathering: group commit grows under load).
+    func startCommit() -> Progress {
+        guard inFlight == nil else { return .nothing }
+        let number = gathering
+        gathering += 1
+        guard !pending.isEmpty else {
+            // Nothing to write: the batch is settled at once (its replies may only read).
+            committedThrough = number
+            return .committed(through: number, events: [])
         }
-        commits += 1
-        committedNextSequence = engine.nextSequence
+        let batch = makeBatch()
         let events = pending.events
-        for e in events { recent.append(e) }
         pending.removeAll()
-        return .committed(events)
+        guard let writer else {
+            return published(number: number, events: events, nextSequence: engine.nextSequence)
+        }
+        inFlight = (number, events, engine.nextSequence)
+        writer.submit(batch, number: number)
+        return .nothing
+    }
+
+    /// The writer finished the batch in flight.
+    func finishCommit(_ result: Result<Void, StoreError>) -> Progress {
+        guard let flight = inFlight else { return .nothing }
+        inFlight = nil
+        switch result {
+        case .success:
+            return published(number: flight.number, events: flight.events, nextSequence: flight.nextSequence)
+        case .failure(let error):
+            // The batch was not kept, and what was gathered since built on it: drop both and go
+            // back to the last committed state, so memory never holds what the disk does not.
+            pending.removeAll()
+            reloadAfterFailedCommit()
+            let through = gathering
+            gathering += 1
+            committedThrough = through
+            committedNextSequence = engine.nextSequence
+            return .failed(through: through, error)
+        }
+    }
+
+    private func published(number: UInt64, events: [LifecycleEvent], nextSequence: UInt64) -> Progress {
+        commits += 1
+        committedThrough = number
+        committedNextSequence = nextSequence
+        for e in events { recent.append(e) }
+        return .committed(through: number, events: events)
+    }
+
+    /// Waits for the batch in flight (shutdown).
+    func drain() -> Progress {
+        guard inFlight != nil, let writer else { return .nothing }
+        var pfd = pollfd(fd: writer.completionFD, events: Int16(POLLIN), revents: 0)
+        while true {
+            if let finished = writer.takeFinished() { return finishCommit(finished.result) }
+            _ = poll(&pfd, 1, 1000)
+        }
     }
 
     private func makeBatch() -> StoreBatch {
@@ -100,11 +154,11 @@ final class Manager {
 
     /// The committed state is the truth; if even reading it fails, the daemon cannot go on and
     /// exits so that systemd restarts it.
-    private func reloadAfterFailedCommit(_ store: SceneStore) {
+    private func reloadAfterFailedCommit() {
+        guard let writer else { return }
         do {
-            let snapshot = try store.load()
+            let snapshot = try writer.withStore { try $0.load() }
             engine = try LifecycleEngine(configuration: engine.configuration, restoring: snapshot)
-            committedNextSequence = engine.nextSequence
         } catch {
             Diagnostics.fatal("cannot reload committed state after a failed commit: \(error)")
         }
@@ -120,13 +174,13 @@ final class Manager {
         if let oldest = recent.oldestSequence, seq >= oldest {
             return .success(recent.events(from: seq, limit: limit))
         }
-        let oldestKept = store?.oldestLoggedSequence ?? recent.oldestSequence ?? committedNextSequence
+        let oldestKept = writer?.withStore { $0.oldestLoggedSequence } ?? recent.oldestSequence ?? committedNextSequence
         guard seq >= oldestKept || (seq == 0 && oldestKept <= 1) else {
             return .failure(EventsUnavailable(requested: seq, oldest: oldestKept))
         }
-        guard let store else { return .success(recent.events(from: seq, limit: limit)) }
+        guard let writer else { return .success(recent.events(from: seq, limit: limit)) }
         do {
-            return .success(try store.events(after: seq == 0 ? 0 : seq - 1, limit: limit))
+            return .success(try writer.withStore { try $0.events(after: seq == 0 ? 0 : seq - 1, limit: limit) })
         } catch {
             Diagnostics.error("reading the event log: \(error)")
             return .failure(EventsUnavailable(requested: seq, oldest: recent.oldestSequence ?? committedNextSequence))

@@ -252,7 +252,7 @@ final class ManagerVarlink {
     private func reply(_ call: VarlinkCall, _ conn: ClientConnection, continues: Bool = false,
                        _ body: (inout JSONWriter) -> Void) {
         guard !call.oneway else { return }
-        conn.hold { w in
+        conn.hold(batch: manager.gathering) { w in
             w.beginObject()
             w.key("parameters")
             w.beginObject()
@@ -265,7 +265,7 @@ final class ManagerVarlink {
 
     private func replyObject(_ call: VarlinkCall, _ conn: ClientConnection, _ parameters: JSONObject) {
         guard !call.oneway else { return }
-        conn.hold { w in
+        conn.hold(batch: manager.gathering) { w in
             w.beginObject()
             w.key("parameters")
             w.value(.object(parameters))
@@ -275,7 +275,7 @@ final class ManagerVarlink {
 
     private func fail(_ call: VarlinkCall, _ conn: ClientConnection, _ error: VarlinkError) {
         guard !call.oneway else { return }
-        conn.holdError(error)
+        conn.holdError(batch: manager.gathering, error)
     }
 
     private func replySession(_ id: SessionID, _ call: VarlinkCall, _ conn: ClientConnection) {

@@ -9,6 +9,7 @@ struct PendingChanges {
     var tasks: Set<TaskToken> = []
     var removedTasks: Set<TaskToken> = []
     var events: [LifecycleEvent] = []
+    private var lastApp: AppID?
 
     var isEmpty: Bool {
         sessions.isEmpty && removedSessions.isEmpty && apps.isEmpty && tasks.isEmpty && removedTasks.isEmpty
@@ -26,7 +27,11 @@ struct PendingChanges {
                 sessions.remove(id)
                 removedSessions.insert(id)
             case .appChanged(let id):
-                apps.insert(id)
+                // Effects come in runs for one app: skip hashing when it is the last one seen.
+                if id != lastApp {
+                    apps.insert(id)
+                    lastApp = id
+                }
             case .taskChanged(let token):
                 tasks.insert(token)
             case .taskRemoved(let token):
@@ -43,5 +48,6 @@ struct PendingChanges {
         tasks.removeAll(keepingCapacity: true)
         removedTasks.removeAll(keepingCapacity: true)
         events.removeAll(keepingCapacity: true)
+        lastApp = nil
     }
 }

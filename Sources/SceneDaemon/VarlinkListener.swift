@@ -14,6 +14,10 @@ final class VarlinkListener {
     private(set) var connections: [Int: ClientConnection] = [:]
     private var nextNumber = 1
     private var flushQueue: [ClientConnection] = []
+    /// Connections with replies held for a commit.
+    private var waiting: [ClientConnection] = []
+    /// Connections that yielded their turn this iteration.
+    private var turnQueue: [ClientConnection] = []
     private var readBuffer = [UInt8](repeating: 0, count: 65536)
     /// Connections beyond this are closed as soon as they are accepted.
     var maxConnections = 4096
@@ -22,6 +26,8 @@ final class VarlinkListener {
     var handleCall: ((VarlinkCall, ClientConnection) -> Void)?
     /// Set by the daemon: asks for the end-of-iteration commit and flush.
     var requestFlush: (() -> Void)?
+    /// Set by the daemon: the batch replies made now depend on.
+    var currentBatch: (() -> UInt64)?
     /// Produces the next part of a streaming reply; returns false when the stream has ended.
     var produceStream: ((ClientConnection) -> Void)?
 
@@ -125,28 +131,22 @@ final class VarlinkListener {
     }
 
     /// Handles the complete calls in the input, in order, until the connection becomes busy
-    /// (a stream), backed up, broken, or has had its share for this loop iteration.
+    /// (a stream), backed up, broken, or has had its turn.
     ///
-    /// A connection that handled calls stops being read until the end-of-iteration commit and
-    /// flush: otherwise a client that never pauses (pipelining without a window, a oneway
-    /// flood) would keep its socket readable, win every dispatch over the lower-priority
-    /// commit step, and starve the commit, every other client's replies and the watchdog.
+    /// A connection that handled calls is not read again before the end of the loop iteration:
+    /// otherwise a client that never pauses (pipelining without a window, a oneway flood)
+    /// would keep its socket readable, win every dispatch over the lower-priority commit step,
+    /// and starve the commit, every other client's replies and the watchdog.
     func processCalls(_ conn: ClientConnection) {
         var handled = 0
-        while !conn.isClosed && conn.stream == nil && !conn.closeAfterFlush && handled < Self.callsPerIteration {
-            if conn.heldBytes + conn.wire.pendingOutputCount >= Self.outputHighWater { break }
+        loop: while !conn.isClosed && conn.stream == nil && !conn.closeAfterFlush && handled < Self.callsPerIteration {
+            if isBackedUp(conn) { break }
             switch conn.wire.nextCall() {
             case .needMoreData:
-                if handled == 0 {
-                    resumeReading(conn)
-                    return
-                }
-                pauseReading(conn)
-                scheduleFlush(conn)
-                return
+                break loop
             case .violation(let violation):
                 // The connection is beyond repair; say why, then close it.
-                conn.holdRaw(violation.errorReply(errorName: Self.protocolViolationError))
+                conn.holdRaw(violation.errorReply(errorName: Self.protocolViolationError), batch: currentBatch?() ?? 0)
                 conn.closeAfterFlush = true
                 handled += 1
             case .call(let call):
@@ -155,20 +155,43 @@ final class VarlinkListener {
             }
         }
         if conn.isClosed { return }
-        pauseReading(conn)
-        scheduleFlush(conn)
+        if handled > 0 {
+            if !conn.pausedForTurn {
+                conn.pausedForTurn = true
+                turnQueue.append(conn)
+            }
+            touched(conn)
+        } else if conn.stream != nil {
+            touched(conn)
+        }
+        updateReading(conn)
     }
 
-    private func pauseReading(_ conn: ClientConnection) {
-        guard !conn.readingPaused, !conn.isClosed else { return }
-        conn.readingPaused = true
-        updateInterest(conn)
+    /// Output (held or unsent) beyond the high-water mark: stop taking calls from this client.
+    private func isBackedUp(_ conn: ClientConnection) -> Bool {
+        conn.heldBytes + conn.wire.pendingOutputCount >= Self.outputHighWater
     }
 
-    private func resumeReading(_ conn: ClientConnection) {
-        guard conn.readingPaused, !conn.isClosed, !conn.closeAfterFlush else { return }
-        conn.readingPaused = false
-        updateInterest(conn)
+    /// Reads from a client exactly when it may send calls that will be handled now.
+    private func updateReading(_ conn: ClientConnection) {
+        guard !conn.isClosed else { return }
+        let backlog = conn.heldBytes + conn.wire.pendingOutputCount
+        let wanted = conn.stream == nil && !conn.closeAfterFlush && !conn.pausedForTurn
+            && backlog < Self.outputHighWater / 4
+        if wanted == conn.readingPaused {
+            conn.readingPaused = !wanted
+            updateInterest(conn)
+        }
+    }
+
+    /// The end of a loop iteration: connections that yielded their turn may go on.
+    func endTurn() {
+        let queue = turnQueue
+        turnQueue.removeAll(keepingCapacity: true)
+        for conn in queue where !conn.isClosed {
+            conn.pausedForTurn = false
+            processCalls(conn)
+        }
     }
 
     private func updateInterest(_ conn: ClientConnection) {
@@ -180,7 +203,12 @@ final class VarlinkListener {
 
     // MARK: - Flush (after the commit)
 
-    func scheduleFlush(_ conn: ClientConnection) {
+    /// Queues the connection for the end-of-iteration flush and asks for one.
+    func touched(_ conn: ClientConnection) {
+        if conn.hasHeldReplies && !conn.isWaiting {
+            conn.isWaiting = true
+            waiting.append(conn)
+        }
         if !conn.needsFlush {
             conn.needsFlush = true
             flushQueue.append(conn)
@@ -188,25 +216,43 @@ final class VarlinkListener {
         requestFlush?()
     }
 
-    /// Releases held replies (or turns them into `failure` when the commit failed), tops up
-    /// streams, and writes what the sockets take.
-    func flush(failure: VarlinkError?) {
-        let queue = flushQueue
-        flushQueue.removeAll(keepingCapacity: true)
-        for conn in queue {
-            conn.needsFlush = false
-            if conn.isClosed { continue }
-            if let failure { conn.failHeld(with: failure) } else { conn.releaseHeld() }
-            if conn.stream != nil { produceStream?(conn) }
-            writeOutput(conn)
-            if conn.isClosed { continue }
-            resumeIfDrained(conn)
+    /// Batches up to `batch` are settled: their replies go out, or become `failure`.
+    func settle(through batch: UInt64, failure: VarlinkError?) {
+        guard !waiting.isEmpty else { return }
+        var still: [ClientConnection] = []
+        for conn in waiting {
+            if conn.isClosed {
+                conn.isWaiting = false
+                continue
+            }
+            if let failure { conn.fail(through: batch, with: failure) } else { conn.release(through: batch) }
+            if conn.hasHeldReplies { still.append(conn) } else { conn.isWaiting = false }
+            if !conn.needsFlush {
+                conn.needsFlush = true
+                flushQueue.append(conn)
+            }
+        }
+        waiting = still
+    }
+
+    /// Writes what each queued connection has, tops up streams, resumes drained clients.
+    func flush() {
+        while !flushQueue.isEmpty {
+            let queue = flushQueue
+            flushQueue.removeAll(keepingCapacity: true)
+            for conn in queue {
+                conn.needsFlush = false
+                if conn.isClosed { continue }
+                writeOutput(conn)
+                if conn.isClosed { continue }
+                resumeIfDrained(conn)
+            }
         }
     }
 
-    /// Appends a streamed message directly to the output (its content is already committed).
+    /// A streamed message was appended to the output (its content is already committed).
     func sendNow(_ conn: ClientConnection) {
-        scheduleFlush(conn)
+        touched(conn)
     }
 
     private func writeOutput(_ conn: ClientConnection) {
@@ -255,11 +301,10 @@ final class VarlinkListener {
             if (!produced && !conn.streamHasMore) || conn.wire.hasPendingOutput { break }
         }
         if conn.isClosed { return }
-        if conn.stream == nil && conn.readingPaused && !conn.closeAfterFlush
-            && conn.wire.pendingOutputCount < Self.outputHighWater / 4 {
-            resumeReading(conn)
-            processCalls(conn)
-        }
+        let wasPaused = conn.readingPaused
+        updateReading(conn)
+        // Calls already buffered while it was backed up are handled now.
+        if wasPaused && !conn.readingPaused { processCalls(conn) }
     }
 
     func closeConnection(_ conn: ClientConnection) {
@@ -288,8 +333,8 @@ final class VarlinkListener {
 
 extension ClientConnection {
     /// A message already framed by the Varlink layer (error replies for protocol violations).
-    func holdRaw(_ bytes: [UInt8]) {
-        hold { w in
+    func holdRaw(_ bytes: [UInt8], batch: UInt64) {
+        hold(batch: batch) { w in
             // The violation reply comes framed with its NUL; the writer adds one itself.
             w.bytes.append(contentsOf: bytes.last == 0 ? bytes.dropLast() : bytes[...])
         }

@@ -117,6 +117,14 @@ func say(_ text: String) {
     fflush(nil)
 }
 
+/// CPU time this process (the client) used so far, seconds.
+func clientCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+        + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+}
+
 func header() {
     say("scened-bench (\(mode)); release build; \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs; client: one thread, pipelined, replies framed not parsed")
     say("a transition = one Activate or Background call (one scene state change, two callbacks)")
@@ -143,9 +151,11 @@ func daemonFigures() throws {
     say("round trip GetSession: median \(us(rttA[rttA.count / 2])), p99 \(us(rttA[rttA.count * 99 / 100]))")
     for conns in [1, 8] {
         let cpu0 = daemon.cpuSeconds()
+        let client0 = clientCPUSeconds()
         let (n, s) = try transitions(daemon, connections: conns)
         let cpu = daemon.cpuSeconds() - cpu0
-        say("transitions, \(conns) connection\(conns == 1 ? "" : "s"), window 512: \(perSecond(n, s)) /s (\(n) in \(ms(s)); daemon CPU \(Int((cpu / s * 100).rounded()))%)")
+        let client = clientCPUSeconds() - client0
+        say("transitions, \(conns) connection\(conns == 1 ? "" : "s"), window 512: \(perSecond(n, s)) /s (\(n) in \(ms(s)); CPU: daemon \(Int((cpu / s * 100).rounded()))%, client \(Int((client / s * 100).rounded()))%)")
     }
     let created = try createSessions(daemon, count: sessionCount - 10_000, firstApp: 10_000)
     say("created \(sessionCount - 10_000) more sessions in \(ms(created)) (\(perSecond(sessionCount - 10_000, created)) Connect/s)")
@@ -169,8 +179,12 @@ func durableFigures() throws {
         _ = try createSessions(daemon, count: sessionCount)
         var line = "Durability=\(durability):"
         for conns in [1, 8] {
+            let cpu0 = daemon.cpuSeconds()
+            let client0 = clientCPUSeconds()
             let (n, s) = try transitions(daemon, connections: conns)
-            line += " \(conns) conn \(perSecond(n, s)) /s;"
+            let cpu = daemon.cpuSeconds() - cpu0
+            let client = clientCPUSeconds() - client0
+            line += " \(conns) conn \(perSecond(n, s)) /s (CPU daemon \(Int((cpu / s * 100).rounded()))%, client \(Int((client / s * 100).rounded()))%);"
         }
         say(line)
         daemon.stop()
