@@ -23,7 +23,7 @@ let package = Package(
         // SQLite persistence.
         .target(name: "SceneStore", dependencies: ["SceneCore", "CSQLite"]),
         // scenectl's logic, as a library so that it can be unit-tested.
-        .target(name: "SceneControl", dependencies: ["Varlink", "SystemdKit", "SceneCore"]),
+        .target(name: "SceneControl", dependencies: ["Varlink", "SystemdKit", "SceneCore", "SceneReplay"]),
         // Service wiring.
         .target(name: "SceneDaemon", dependencies: ["SceneCore", "SceneStore", "SystemdKit", "Varlink"]),
 
@@ -46,6 +46,7 @@ let package = Package(
         // Fixtures are read by path (#filePath), not bundled: excluded from the sources.
         .testTarget(name: "ReclaimTests", dependencies: ["SceneCore", "SceneReplay"], exclude: ["Fixtures"]),
         .testTarget(name: "DaemonIntegrationTests", dependencies: ["Varlink", "SceneCore"]),
+        .testTarget(name: "DurabilityTests", dependencies: ["Varlink", "SceneCore"]),
         .testTarget(name: "SystemTests", dependencies: []),
     ]
 )

@@ -52,9 +52,10 @@ public struct ReclaimConfiguration: Sendable, Equatable {
 /// replayer compares it with. All share the ladder, the eligibility rules and the byte target,
 /// so a comparison isolates the choice of victims.
 public enum VictimOrder: String, Sendable, CaseIterable {
-    /// Lowest value first: decayed use frequency × restore cost ÷ bytes freed (a
-    /// GreedyDual-Size-Frequency priority with time decay in place of the inflation value);
-    /// ties to the least recently used, then the larger.
+    /// Lowest value per byte first, GreedyDual-Size-Frequency style: (usage sessions used in +
+    /// recent activations + a prior of one session) × (1 + restore cost ÷ the candidates' mean
+    /// restore cost) ÷ bytes freed (`ReclaimPolicy.valueScore`); ties to the least recently
+    /// used, then the larger.
     case ours
     /// Least recently foreground-active first.
     case lru

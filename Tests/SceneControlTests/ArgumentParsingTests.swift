@@ -31,6 +31,10 @@ import Varlink
         ("tasks", ["tasks"]),
         ("task begin", ["task", "begin", "s1", "--name", "upload"]),
         ("task end", ["task", "end", "t1"]),
+        ("pressure", ["pressure"]),
+        ("pressure set", ["pressure", "set", "critical", "--for", "30s"]),
+        ("pressure clear", ["pressure", "clear"]),
+        ("simulate", ["simulate", "t.jsonl", "--policy", "ours,lru", "--budget", "50%"]),
     ]
 
     @Test func everyVerbHasAValidCommandLine() {

@@ -41,6 +41,10 @@ import Varlink
         (["task", "end", "3"], "EndBackgroundTask", ["token": "t3"], false),
         (["memory-warning"], "MemoryWarning", [:], false),
         (["memory-warning", "com.example.mail", "com.example.maps"], "MemoryWarning", ["apps": ["com.example.mail", "com.example.maps"]], false),
+        (["pressure"], "GetPressure", [:], false),
+        (["pressure", "set", "warning"], "SetPressure", ["level": "warning"], false),
+        (["pressure", "set", "critical", "--for", "5min"], "SetPressure", ["level": "critical", "duration": 300_000_000], false),
+        (["pressure", "clear"], "ClearPressure", [:], false),
         (["monitor"], "Monitor", [:], true),
         (["monitor", "--app", "com.example.mail", "--session", "s2", "--since", "100"], "Monitor",
          ["app": "com.example.mail", "session": "s2", "since": 100], true),
@@ -58,8 +62,8 @@ import Varlink
         for (arguments, _, _, _) in Self.mappings {
             if let name = try ArgumentParser.parse(arguments).verb?.name { mapped.insert(name) }
         }
-        // logs reads the journal and never calls the daemon.
-        #expect(mapped == Set(Verb.all.map(\.name)).subtracting(["logs"]))
+        // logs reads the journal and simulate replays a trace locally: neither calls the daemon.
+        #expect(mapped == Set(Verb.all.map(\.name)).subtracting(["logs", "simulate"]))
     }
 
     @Test func mutatingVerbsAreQuietUnlessAsked() {

@@ -1,0 +1,344 @@
+import SceneCore
+
+/// What the command line needs from the outside world, injected so that the library stays pure
+/// and `scene-replay` and `scenectl simulate` share one implementation.
+public struct ReplayIO {
+    public var readFile: (String) throws(ReplayIOError) -> [UInt8]
+    public var writeFile: (String, String) throws(ReplayIOError) -> Void
+    public var standardOutput: (String) -> Void
+    public var standardError: (String) -> Void
+    /// Monotonic nanoseconds, for decision timing.
+    public var clock: NanosecondClock?
+    /// The calling thread's CPU time in nanoseconds (the decision bench reports it beside wall
+    /// time, which other processes on a busy machine inflate).
+    public var cpuClock: NanosecondClock?
+
+    public init(readFile: @escaping (String) throws(ReplayIOError) -> [UInt8],
+                writeFile: @escaping (String, String) throws(ReplayIOError) -> Void,
+                standardOutput: @escaping (String) -> Void, standardError: @escaping (String) -> Void,
+                clock: NanosecondClock?, cpuClock: NanosecondClock? = nil) {
+        self.cpuClock = cpuClock
+        self.readFile = readFile
+        self.writeFile = writeFile
+        self.standardOutput = standardOutput
+        self.standardError = standardError
+        self.clock = clock
+    }
+}
+
+public struct ReplayIOError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// `scene-replay` / `scenectl simulate`: replay a trace (or a generated one) against the
+/// policies, print the §2 metrics, optionally a chart; generate traces; time `decide`.
+public enum ReplayCommand {
+    public static let usage = """
+    Usage:
+      scene-replay TRACE.jsonl [--policy P[,P...]] [--budget B] [--json] [--svg FILE]
+      scene-replay --generate SCENARIO --seed N [--size fixture|full] [--out FILE]
+      scene-replay --sweep [TRACE.jsonl | --scenarios S,S... --seeds N,N...|A-B] [--size ...] [--json]
+      scene-replay --decision-bench [--sessions N,N...]
+
+    Policies: ours, lru, largest, chrome, lmkd, opt (default: all six).
+    Budget: bytes (1.5G, 800M, 64K, 1500000000) or a share of the trace's working set (50%).
+      Without --budget the trace's own budget lines apply.
+    Scenarios: mix (a), pingpong (b), size (c), spikes (d), acks (e).
+    --generate with --out writes the trace to FILE; without --out it replays it at once.
+    --sweep replays at 30, 50 and 70 % of each trace's working set (--budgets to change).
+    --json prints one JSON object per policy (per line) instead of the table.
+    --log lists every restore and every victim; --aging S and --settle MS change the policy's
+      aging (10 s) and settle time (1000 ms) for every policy.
+
+    """
+
+    struct Options {
+        var trace: String?
+        var policies: [VictimOrder] = Comparison.allPolicies
+        var budget: ByteCount.Budget?
+        var json = false
+        var svg: String?
+        var generate: Scenario?
+        var seed: UInt64 = 1
+        var size: TraceGenerator.Size = .full
+        var out: String?
+        var sweep = false
+        var scenarios: [Scenario] = Scenario.allCases
+        var seeds: [UInt64] = [1, 2, 3, 4, 5]
+        var percents: [Double] = Sweep.defaultPercents
+        var bench = false
+        var benchSessions: [Int] = [1_000, 100_000]
+        var help = false
+        var reclaim = ReclaimConfiguration()
+        var log = false
+    }
+
+    struct UsageError: Error {
+        var message: String
+        init(_ message: String) { self.message = message }
+    }
+
+    /// How a run ended: its exit status (0 ok, 1 failure, 2 usage error) and, on failure, the
+    /// message (without a program name), for a caller that reports errors its own way
+    /// (`scenectl simulate`).
+    public struct Outcome: Sendable, Equatable {
+        public var status: Int32
+        public var message: String?
+    }
+
+    /// Runs the command: results go to `io.standardOutput` (and files), the failure comes back.
+    public static func run(arguments: [String], io: ReplayIO) -> Outcome {
+        let options: Options
+        do {
+            options = try parse(arguments)
+        } catch {
+            return Outcome(status: 2, message: error.message)
+        }
+        if options.help {
+            io.standardOutput(usage)
+            return Outcome(status: 0, message: nil)
+        }
+        do {
+            return Outcome(status: try run(options, io: io), message: nil)
+        } catch {
+            return Outcome(status: 1, message: error.message)
+        }
+    }
+
+    /// `scene-replay`'s main: runs, prints a failure as "PROGRAM: message" (with the usage for
+    /// a usage error) and returns the exit status.
+    public static func main(arguments: [String], io: ReplayIO, program: String = "scene-replay") -> Int32 {
+        let outcome = run(arguments: arguments, io: io)
+        if let message = outcome.message {
+            io.standardError("\(program): \(message)\n" + (outcome.status == 2 ? "\n" + usage : ""))
+        }
+        return outcome.status
+    }
+
+    static func parse(_ arguments: [String]) throws(UsageError) -> Options {
+        var o = Options()
+        var i = 0
+        func value(_ name: String) throws(UsageError) -> String {
+            i += 1
+            guard i < arguments.count else { throw UsageError("\(name) needs a value") }
+            return arguments[i]
+        }
+        while i < arguments.count {
+            let a = arguments[i]
+            switch a {
+            case "-h", "--help": o.help = true
+            case "--json": o.json = true
+            case "--policy", "--policies":
+                o.policies = []
+                for name in try value(a).split(separator: ",") {
+                    guard let p = VictimOrder(rawValue: String(name)) else {
+                        throw UsageError("unknown policy \"\(name)\" (ours, lru, largest, chrome, lmkd, opt)")
+                    }
+                    if !o.policies.contains(p) { o.policies.append(p) }
+                }
+                if o.policies.isEmpty { throw UsageError("--policy needs at least one policy") }
+            case "--budget":
+                let text = try value(a)
+                guard let b = ByteCount.parseBudget(text) else {
+                    throw UsageError("invalid budget \"\(text)\" (e.g. 1.5G, 800M, 50%)")
+                }
+                o.budget = b
+            case "--svg": o.svg = try value(a)
+            case "--generate":
+                let name = try value(a)
+                guard let s = Scenario(named: name) else {
+                    throw UsageError("unknown scenario \"\(name)\" (mix, pingpong, size, spikes, acks or a–e)")
+                }
+                o.generate = s
+            case "--seed":
+                let text = try value(a)
+                guard let n = UInt64(text) else { throw UsageError("invalid seed \"\(text)\"") }
+                o.seed = n
+            case "--size":
+                let text = try value(a)
+                guard let s = TraceGenerator.Size(rawValue: text) else { throw UsageError("--size is fixture or full") }
+                o.size = s
+            case "--out": o.out = try value(a)
+            case "--sweep": o.sweep = true
+            case "--scenarios":
+                o.scenarios = []
+                for name in try value(a).split(separator: ",") {
+                    guard let s = Scenario(named: String(name)) else { throw UsageError("unknown scenario \"\(name)\"") }
+                    o.scenarios.append(s)
+                }
+            case "--seeds": o.seeds = try seedList(try value(a))
+            case "--budgets":
+                o.percents = []
+                for part in try value(a).split(separator: ",") {
+                    let text = part.hasSuffix("%") ? part.dropLast() : part
+                    guard let p = Double(text), p > 0 else { throw UsageError("invalid budget share \"\(part)\"") }
+                    o.percents.append(p)
+                }
+            case "--log": o.log = true
+            case "--aging":
+                let text = try value(a)
+                guard let n = Int64(text), n >= 0 else { throw UsageError("--aging takes whole seconds") }
+                o.reclaim.aging = .seconds(n)
+            case "--settle":
+                let text = try value(a)
+                guard let n = Int64(text), n >= 0 else { throw UsageError("--settle takes whole milliseconds") }
+                o.reclaim.settle = .milliseconds(n)
+            case "--decision-bench": o.bench = true
+            case "--sessions":
+                o.benchSessions = []
+                for part in try value(a).split(separator: ",") {
+                    guard let n = Int(part), n > 0 else { throw UsageError("invalid session count \"\(part)\"") }
+                    o.benchSessions.append(n)
+                }
+            default:
+                if a.hasPrefix("-") && a != "-" { throw UsageError("unknown option \(a)") }
+                if o.trace != nil { throw UsageError("one trace file at a time") }
+                o.trace = a
+            }
+            i += 1
+        }
+        if !o.help && !o.bench && !o.sweep && o.trace == nil && o.generate == nil {
+            throw UsageError("a trace file, --generate, --sweep or --decision-bench is needed")
+        }
+        if o.trace != nil && o.generate != nil { throw UsageError("give a trace file or --generate, not both") }
+        return o
+    }
+
+    /// `1,2,3` or `1-5`.
+    static func seedList(_ text: String) throws(UsageError) -> [UInt64] {
+        var seeds: [UInt64] = []
+        for part in text.split(separator: ",") {
+            let bounds = part.split(separator: "-")
+            if bounds.count == 2, let lo = UInt64(bounds[0]), let hi = UInt64(bounds[1]), lo <= hi, hi - lo < 1000 {
+                seeds.append(contentsOf: lo...hi)
+            } else if let n = UInt64(part) {
+                seeds.append(n)
+            } else {
+                throw UsageError("invalid seed list \"\(text)\"")
+            }
+        }
+        return seeds
+    }
+
+    static func run(_ o: Options, io: ReplayIO) throws(UsageError) -> Int32 {
+        if o.bench { return try bench(o, io: io) }
+        if o.sweep && o.trace == nil && o.generate == nil {
+            let cells = Sweep.run(scenarios: o.scenarios, seeds: o.seeds, percents: o.percents, policies: o.policies,
+                                  size: o.size, settings: ReplaySettings(reclaim: o.reclaim), clock: io.clock)
+            if o.json {
+                for line in Sweep.jsonLines(cells) { io.standardOutput(line + "\n") }
+            } else {
+                io.standardOutput("seeds \(o.seeds.map(String.init).joined(separator: ",")), size \(o.size.rawValue); "
+                                  + "mean±sd over seeds\n" + Sweep.table(cells))
+            }
+            return 0
+        }
+        let trace: Trace
+        var label: String
+        if let scenario = o.generate {
+            let generator = TraceGenerator(scenario: scenario, seed: o.seed, size: o.size)
+            trace = generator.generate()
+            label = "\(scenario.letter) \(scenario.rawValue), seed \(o.seed)"
+            if let out = o.out {
+                do {
+                    try io.writeFile(out, TraceWriter.write(trace))
+                } catch {
+                    throw UsageError("cannot write \(out): \(error.message)")
+                }
+                io.standardError("wrote \(trace.events.count) events to \(out)\n")
+                return 0
+            }
+        } else {
+            let path = o.trace!
+            let bytes: [UInt8]
+            do {
+                bytes = try io.readFile(path)
+            } catch {
+                throw UsageError("cannot read \(path): \(error.message)")
+            }
+            do {
+                trace = try TraceParser.parse(bytes)
+            } catch {
+                throw UsageError("\(path): \(error)")
+            }
+            label = path
+        }
+        let ws = Replayer.workingSet(of: trace)
+        let budgets: [(String, UInt64?)]
+        if o.sweep {
+            budgets = o.percents.map { ("\(Format.fixed($0, 0))%", ByteCount.Budget.percent($0).resolve(workingSet: ws)) }
+        } else if let b = o.budget {
+            budgets = [(describe(b), b.resolve(workingSet: ws))]
+        } else {
+            budgets = [("trace budget", nil)]
+        }
+        var chartSeries: [SVGChart.Series] = []
+        for (name, budget) in budgets {
+            let settings = ReplaySettings(budget: budget, reclaim: o.reclaim, recordTimeline: o.svg != nil || o.log)
+            let outcomes = Comparison.run(trace, policies: o.policies, settings: settings, workingSet: ws, clock: io.clock)
+            if o.json {
+                for outcome in outcomes { io.standardOutput(ReplayReport.json(outcome, trace: trace) + "\n") }
+            } else {
+                let b = outcomes.first?.metrics.budget
+                let title = "\(label): \(trace.events.count) events, working set \(ByteCount.format(ws)), budget "
+                    + (b.map { "\(ByteCount.format($0)) (\(name))" } ?? "unlimited")
+                io.standardOutput(ReplayReport.table(outcomes, title: title) + "\n")
+                for outcome in outcomes where !outcome.result.notes.isEmpty {
+                    io.standardError("\(outcome.metrics.policy.rawValue): " + outcome.result.notes.joined(separator: "; ") + "\n")
+                }
+            }
+            if o.log {
+                for outcome in outcomes {
+                    io.standardOutput("== \(outcome.metrics.policy.rawValue)\n" + outcome.result.log.joined(separator: "\n") + "\n")
+                }
+            }
+            for outcome in outcomes {
+                chartSeries.append(SVGChart.Series(label: "\(outcome.metrics.policy.rawValue), budget \(name): "
+                    + "\(outcome.metrics.restores) restores", result: outcome.result))
+            }
+        }
+        if let svg = o.svg {
+            let watermarks = ReclaimConfiguration().watermarks
+            let text = SVGChart.render(chartSeries, title: label, watermarks: (watermarks.low, watermarks.high))
+            do {
+                try io.writeFile(svg, text)
+            } catch {
+                throw UsageError("cannot write \(svg): \(error.message)")
+            }
+        }
+        return 0
+    }
+
+    static func describe(_ b: ByteCount.Budget) -> String {
+        switch b {
+        case .bytes(let n): ByteCount.format(n)
+        case .percent(let p): "\(Format.fixed(p, 0))% of working set"
+        }
+    }
+
+    static func bench(_ o: Options, io: ReplayIO) throws(UsageError) -> Int32 {
+        guard let clock = io.clock else { throw UsageError("no clock to time decisions with") }
+        var rows: [[String]] = []
+        for n in o.benchSessions {
+            let samples = n <= 10_000 ? 1_000 : 60
+            for (level, base) in [(PressureLevel.warning, UInt64(0)), (.critical, 0), (.critical, 30_000_000)] {
+                let r = DecisionBench.run(sessions: n, level: level, appFootprint: base, samples: samples, clock: clock,
+                                          cpuClock: io.cpuClock)
+                let limit = n <= 1_000 ? 1_000.0 : n <= 100_000 ? 50_000.0 : .infinity
+                rows.append([String(n), level.name + (base > 0 ? " +apps" : ""), String(samples), String(r.stepsPerDecision),
+                             Format.fixed(r.p50, 1), Format.fixed(r.p99, 1), Format.fixed(r.max, 1),
+                             r.cpuSamples.isEmpty ? "-" : Format.fixed(r.cpuP50, 1),
+                             r.cpuSamples.isEmpty ? "-" : Format.fixed(r.cpuP99, 1),
+                             limit.isFinite ? (r.p99 <= limit ? "ok" : "OVER") + " (≤ \(Format.fixed(limit / 1000, 0)) ms)" : "-"])
+            }
+        }
+        io.standardOutput("decide() time per decision, µs (wall; cpu = the thread's CPU time; +apps: every app holds "
+            + "30 MB of its own, so each suspended app is a termination candidate)\n"
+            + ReplayReport.render(headers: ["sessions", "level", "samples", "steps", "wall p50", "wall p99", "wall max",
+                                            "cpu p50", "cpu p99", "target (wall p99)"],
+                                  rows: rows))
+        return 0
+    }
+}

@@ -1,0 +1,251 @@
+import SceneCore
+import Varlink
+
+/// A trace line that could not be read, with its 1-based line number.
+public struct TraceError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var line: Int
+    public var message: String
+
+    public init(line: Int, _ message: String) {
+        self.line = line
+        self.message = message
+    }
+
+    public var description: String { "line \(line): \(message)" }
+}
+
+/// Reads the JSON-lines trace format (see `Trace`). Checks each line on its own (JSON syntax,
+/// known event, required fields and their types) and the sequence as a whole (time never goes
+/// backwards; a scene is opened before it is used and not opened twice while open).
+public enum TraceParser {
+    public static func parse(_ text: String) throws(TraceError) -> Trace {
+        try parse(Array(text.utf8))
+    }
+
+    public static func parse(_ bytes: [UInt8]) throws(TraceError) -> Trace {
+        try bytes.withUnsafeBytes { buffer in
+            Result { () throws(TraceError) in try parse(buffer) }
+        }.get()
+    }
+
+    static func parse(_ bytes: UnsafeRawBufferPointer) throws(TraceError) -> Trace {
+        var trace = Trace(events: [])
+        var open = Set<String>()
+        var known = Set<String>()
+        var lastTime: Int64 = .min
+        var lineNumber = 0
+        var start = 0
+        let count = bytes.count
+        while start < count {
+            lineNumber += 1
+            var end = start
+            while end < count && bytes[end] != UInt8(ascii: "\n") { end += 1 }
+            let line = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+            start = end + 1
+            guard let event = try parseLine(line, number: lineNumber) else { continue }
+            if event.time < lastTime {
+                throw TraceError(line: lineNumber, "time goes backwards (t=\(event.time) after t=\(lastTime))")
+            }
+            lastTime = event.time
+            try check(event, open: &open, known: &known)
+            if case .meta(let scenario, let seed) = event.kind {
+                trace.scenario = scenario ?? trace.scenario
+                trace.seed = seed ?? trace.seed
+            }
+            trace.events.append(event)
+        }
+        return trace
+    }
+
+    /// Sequence rules: the scene a line names must be open (or, for ack profiles, have been
+    /// opened at some point or be opened later: profiles may come first).
+    static func check(_ event: TraceEvent, open: inout Set<String>, known: inout Set<String>) throws(TraceError) {
+        func mustBeOpen(_ scene: String) throws(TraceError) {
+            guard open.contains(scene) else {
+                throw TraceError(line: event.line, "scene \"\(scene)\" is not open")
+            }
+        }
+        switch event.kind {
+        case .open(let scene):
+            guard !open.contains(scene.name) else {
+                throw TraceError(line: event.line, "scene \"\(scene.name)\" is already open")
+            }
+            open.insert(scene.name)
+            known.insert(scene.name)
+        case .activate(let s), .deactivate(let s), .background(let s), .suspend(let s):
+            try mustBeOpen(s)
+        case .close(let s):
+            try mustBeOpen(s)
+            open.remove(s)
+        case .mem(let s, _), .protect(let s, _):
+            try mustBeOpen(s)
+        case .meta, .appMem, .budget, .pressure, .ackProfile:
+            break
+        }
+    }
+
+    /// One line; nil for a blank or comment line.
+    static func parseLine(_ line: UnsafeRawBufferPointer, number: Int) throws(TraceError) -> TraceEvent? {
+        var first = 0
+        while first < line.count, line[first] == UInt8(ascii: " ") || line[first] == UInt8(ascii: "\t")
+            || line[first] == UInt8(ascii: "\r") {
+            first += 1
+        }
+        if first == line.count || line[first] == UInt8(ascii: "#") { return nil }
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(UnsafeRawBufferPointer(rebasing: line[first...]))
+        } catch {
+            throw TraceError(line: number, "invalid JSON: \(error.reason) at column \(first + error.offset + 1)")
+        }
+        guard let object = value.objectValue else { throw TraceError(line: number, "an event must be a JSON object") }
+        var fields = Fields(object: object, line: number)
+        let time = try fields.time()
+        let ev = try fields.string("ev")
+        let kind: TraceEvent.Kind
+        switch ev {
+        case "meta":
+            kind = .meta(scenario: try fields.optionalString("scenario"),
+                         seed: try fields.optionalBytes("seed"))
+            fields.ignoreRest()
+        case "open":
+            var flags: [String] = []
+            if let raw = fields.take("flags"), !raw.isNull {
+                guard let array = raw.arrayValue else { throw fields.error("\"flags\" must be an array of strings") }
+                for item in array {
+                    guard let flag = item.stringValue else { throw fields.error("\"flags\" must be an array of strings") }
+                    flags.append(flag)
+                }
+            }
+            let restore = try fields.optionalBytes("restore_ms") ?? 0
+            guard restore <= UInt64(UInt32.max) else { throw fields.error("\"restore_ms\" is too large") }
+            kind = .open(TraceScene(name: try fields.sceneName(), app: try fields.optionalString("app"),
+                                    bytes: try fields.bytes("mem"), restoreMs: UInt32(restore),
+                                    stateBytes: try fields.optionalBytes("state_bytes") ?? 0, flags: flags))
+        case "activate": kind = .activate(try fields.sceneName())
+        case "deactivate": kind = .deactivate(try fields.sceneName())
+        case "background": kind = .background(try fields.sceneName())
+        case "suspend": kind = .suspend(try fields.sceneName())
+        case "close": kind = .close(try fields.sceneName())
+        case "mem": kind = .mem(scene: try fields.sceneName(), bytes: try fields.bytes("mem"))
+        case "app_mem": kind = .appMem(app: try fields.string("app"), bytes: try fields.bytes("mem"))
+        case "protect":
+            guard let on = fields.take("on")?.boolValue else { throw fields.error("\"on\" must be true or false") }
+            kind = .protect(scene: try fields.sceneName(), on: on)
+        case "budget":
+            let hasBytes = fields.has("bytes")
+            let hasScale = fields.has("scale")
+            guard hasBytes != hasScale else { throw fields.error("a budget needs exactly one of \"bytes\" and \"scale\"") }
+            if hasScale {
+                guard let scale = fields.take("scale")?.doubleValue, scale > 0, scale.isFinite else {
+                    throw fields.error("\"scale\" must be a positive number")
+                }
+                kind = .budget(.scale(scale))
+            } else if fields.peek("bytes")?.isNull == true {
+                _ = fields.take("bytes")
+                kind = .budget(.unlimited)
+            } else {
+                kind = .budget(.bytes(try fields.bytes("bytes")))
+            }
+        case "pressure":
+            let name = try fields.string("level")
+            switch name {
+            case "auto": kind = .pressure(nil)
+            case "warn": kind = .pressure(.warning)
+            default:
+                guard let level = PressureLevel(name: name) else {
+                    throw fields.error("unknown pressure level \"\(name)\" (normal, warn, warning, critical, auto)")
+                }
+                kind = .pressure(level)
+            }
+        case "ack_profile":
+            let scene = try fields.sceneName()
+            var latency: Int64?
+            if let raw = fields.take("latency_ms"), !raw.isNull {
+                guard let ms = raw.doubleValue, ms >= 0, ms.isFinite else {
+                    throw fields.error("\"latency_ms\" must be a non-negative number or null")
+                }
+                latency = Int64(ms.rounded())
+            }
+            var defers = false
+            if let raw = fields.take("defer") {
+                guard let flag = raw.boolValue else { throw fields.error("\"defer\" must be true or false") }
+                defers = flag
+            }
+            kind = .ackProfile(AckProfile(scene: scene, latencyMs: latency, defers: defers))
+        default:
+            throw TraceError(line: number, "unknown event \"\(ev)\"")
+        }
+        try fields.finish(ev)
+        return TraceEvent(time: time, kind, line: number)
+    }
+
+    /// The members of one event, taken one by one so that leftovers can be reported.
+    struct Fields {
+        var object: JSONObject
+        let line: Int
+        var ignoreUnknown = false
+
+        init(object: JSONObject, line: Int) {
+            self.object = object
+            self.line = line
+        }
+
+        func error(_ message: String) -> TraceError { TraceError(line: line, message) }
+        func has(_ key: String) -> Bool { object.contains(key: key) }
+        func peek(_ key: String) -> JSONValue? { object[key] }
+        mutating func take(_ key: String) -> JSONValue? { object.removeValue(forKey: key) }
+        mutating func ignoreRest() { ignoreUnknown = true }
+
+        mutating func time() throws(TraceError) -> Int64 {
+            guard let raw = take("t") else { throw error("missing \"t\"") }
+            guard let t = raw.doubleValue, t.isFinite, t >= 0, t < 9e15 else {
+                throw error("\"t\" must be a non-negative number of milliseconds")
+            }
+            return Int64(t.rounded())
+        }
+
+        mutating func string(_ key: String) throws(TraceError) -> String {
+            guard let raw = take(key) else { throw error("missing \"\(key)\"") }
+            guard let s = raw.stringValue else { throw error("\"\(key)\" must be a string") }
+            return s
+        }
+
+        mutating func optionalString(_ key: String) throws(TraceError) -> String? {
+            guard let raw = take(key), !raw.isNull else { return nil }
+            guard let s = raw.stringValue else { throw error("\"\(key)\" must be a string") }
+            return s
+        }
+
+        mutating func sceneName() throws(TraceError) -> String {
+            let name = try string("scene")
+            guard !name.isEmpty else { throw error("\"scene\" must not be empty") }
+            return name
+        }
+
+        mutating func bytes(_ key: String) throws(TraceError) -> UInt64 {
+            guard let value = try optionalBytes(key) else { throw error("missing \"\(key)\"") }
+            return value
+        }
+
+        /// A non-negative count (bytes, ms); `180e6` and `1.5e9` are accepted.
+        mutating func optionalBytes(_ key: String) throws(TraceError) -> UInt64? {
+            guard let raw = take(key), !raw.isNull else { return nil }
+            if case .int(let i) = raw {
+                guard i >= 0 else { throw error("\"\(key)\" must not be negative") }
+                return UInt64(i)
+            }
+            guard let d = raw.doubleValue, d.isFinite, d >= 0, d < 1.8e19 else {
+                throw error("\"\(key)\" must be a non-negative number")
+            }
+            return UInt64(d.rounded())
+        }
+
+        /// Leftover members are an error (a misspelt field would otherwise be silently ignored),
+        /// except names starting with `_`, free for annotations.
+        func finish(_ ev: String) throws(TraceError) {
+            guard !ignoreUnknown, let key = object.keys.first(where: { !$0.hasPrefix("_") }) else { return }
+            throw error("unknown field \"\(key)\" in a \(ev) event")
+        }
+    }
+}
