@@ -448,8 +448,12 @@ final class ManagerVarlink {
             let engine = manager.engine
             let end = min(listing.next + Self.sessionsPerBatch, listing.ids.count)
             let last = end == listing.ids.count
-            send(conn, continues: !last) { w in
-                w.key("sessions")
+            // Held like any reply: the engine may show changes not yet committed.
+            conn.hold(batch: manager.gathering) { w in
+                w.beginObject()
+                w.key(static: "parameters")
+                w.beginObject()
+                w.key(static: "sessions")
                 w.beginArray()
                 for id in listing.ids[listing.next..<end] {
                     // Filters are re-applied: a session may have changed since the listing began.
@@ -459,7 +463,11 @@ final class ManagerVarlink {
                     w.session(s)
                 }
                 w.endArray()
+                w.endObject()
+                if !last { w.key(static: "continues"); w.bool(true) }
+                w.endObject()
             }
+            listener.touched(conn)
             listing.next = end
             if last {
                 conn.stream = nil

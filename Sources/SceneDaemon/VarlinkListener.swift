@@ -288,14 +288,16 @@ final class VarlinkListener {
     /// A stream is topped up until the socket stops taking data (EPOLLOUT then resumes it) or
     /// it has nothing more to give (a live monitor waits for events).
     private func resumeIfDrained(_ conn: ClientConnection) {
-        // heldReplies: replies of calls before the stream's call wait for the commit and must go
-        // out first; the flush releases them, then produces.
-        while conn.stream != nil && !conn.isClosed && conn.heldReplies == 0
-                && conn.wire.pendingOutputCount < Self.outputHighWater / 4 {
-            let before = conn.wire.pendingOutputCount
+        while let stream = conn.stream, !conn.isClosed {
+            // A monitor writes committed events straight to the socket: it must not overtake
+            // replies still held for a commit. A listing holds its batches like any reply (they
+            // show the engine's state, which may not be committed yet), so order is kept.
+            if case .monitor = stream, conn.heldReplies > 0 { break }
+            let before = conn.heldBytes + conn.wire.pendingOutputCount
+            if before >= Self.outputHighWater / 4 { break }
             produceStream?(conn)
             if conn.isClosed { return }
-            let produced = conn.wire.pendingOutputCount != before
+            let produced = conn.heldBytes + conn.wire.pendingOutputCount != before
             if conn.wire.hasPendingOutput { writeOutput(conn) }
             // A filtered monitor's backlog batch may match nothing and still advance: go on.
             if (!produced && !conn.streamHasMore) || conn.wire.hasPendingOutput { break }

@@ -90,9 +90,20 @@ struct DatabaseFile {
     }
 
     /// Checks the 100-byte header (sqlite.org/fileformat2.html §1.3). An empty file is a new
-    /// database, or one whose first transaction is still only in its -wal; SQLite decides which.
+    /// database (a first start stopped before the switch to WAL wrote page 1), unless a
+    /// write-ahead log with content lies beside it: SQLite takes an empty file for a new
+    /// database and deletes that log (pagerOpenWalIfPresent), losing its committed transactions
+    /// without a word, so such a pair is refused, as a log without its file is.
     static func checkHeader(fd: Int32, size: Int64, path: String) throws(StoreError) {
-        guard size > 0 else { return }
+        guard size > 0 else {
+            var st = stat()
+            if stat(path + "-wal", &st) == 0 && st.st_size > 0 {
+                throw StoreError(kind: .corrupt, path: path,
+                                 message: "the database file is empty but its write-ahead log \(path)-wal is not; "
+                                     + "refusing to start a new database over it")
+            }
+            return
+        }
         guard size >= 512 else {
             throw StoreError(kind: .notADatabase, path: path,
                              message: "not an SQLite database (only \(size) bytes, less than one page)")
