@@ -4,13 +4,45 @@ import Varlink
 enum EventTable {
     /// SEQ EVENT APP SESSION STATE, for the events a change caused.
     static func table(_ events: [JSONObject]) -> Table {
-        var table = Table([.init("SEQ", right: true), .init("EVENT"), .init("APP"), .init("SESSION"), .init("STATE")],
-                          footer: Table.count(events.count, "event", "events", nil))
-        for event in events {
-            table.append([String(event.integer("seq") ?? 0), event.text("event") ?? "?", event.text("app") ?? "-",
-                          sessionCell(event), event.text("state") ?? "-"])
+        // A DETAIL column only when an event has something to say (restored state, a task, a
+        // reason), so the common table stays narrow.
+        let details = events.map(detail)
+        var columns: [Table.Column] = [.init("SEQ", right: true), .init("EVENT"), .init("APP"), .init("SESSION"), .init("STATE")]
+        let withDetail = details.contains { !$0.isEmpty }
+        if withDetail { columns.append(.init("DETAIL")) }
+        var table = Table(columns, footer: Table.count(events.count, "event", "events", nil))
+        for (event, text) in zip(events, details) {
+            var row = [String(event.integer("seq") ?? 0), event.text("event") ?? "?", event.text("app") ?? "-",
+                       sessionCell(event), event.text("state") ?? "-"]
+            if withDetail { row.append(text) }
+            table.append(row)
         }
         return table
+    }
+
+    /// What an event carries beyond its columns: the state-restoration data handed to a
+    /// reconnecting scene, a task, a termination or reclaim reason.
+    static func detail(_ event: JSONObject) -> String {
+        var parts: [String] = []
+        if let restoration = event.object("restoration") {
+            if let json = restoration["json"], json != .null {
+                let text = json.serializedString()
+                parts.append("restored " + (text.utf8.count <= 80 ? text : String(text.prefix(77)) + "..."))
+            } else if restoration.text("base64") != nil {
+                parts.append("restored (binary)")
+            }
+        } else if event.flag("reconnect") == true {
+            parts.append("reconnected, no saved state")
+        }
+        if let task = event.text("task") {
+            let name = event.text("taskName") ?? ""
+            parts.append("task \(task)" + (name.isEmpty ? "" : " (\(name))"))
+        }
+        if let reason = event.text("reason") { parts.append(reason) }
+        if let reclaim = event.object("reclaim") {
+            parts.append("reclaim: " + (reclaim.text("reason") ?? "") + " at " + (reclaim.text("level") ?? "?"))
+        }
+        return parts.joined(separator: "; ")
     }
 
     /// The event's session; for app events that concern several (didDiscardSceneSessions,
@@ -30,8 +62,13 @@ enum EventTable {
     static let monitorHeader = line("SEQ", "TIME", "EVENT", "APP", "SESSION", "STATE")
 
     static func monitorLine(_ event: JSONObject, time: TimeFormatter) -> String {
-        line(String(event.integer("seq") ?? 0), time.clockTime(event.integer("time") ?? 0), event.text("event") ?? "?",
-             event.text("app") ?? "-", sessionCell(event), event.text("state") ?? "-")
+        let base = line(String(event.integer("seq") ?? 0), time.clockTime(event.integer("time") ?? 0), event.text("event") ?? "?",
+                        event.text("app") ?? "-", sessionCell(event), event.text("state") ?? "-")
+        let extra = detail(event)
+        guard !extra.isEmpty else { return base }
+        // After the state, padded so that details line up.
+        let state = event.text("state") ?? "-"
+        return base + String(repeating: " ", count: max(19 - state.count, 1)) + extra
     }
 
     private static func line(_ seq: String, _ time: String, _ event: String, _ app: String, _ session: String,

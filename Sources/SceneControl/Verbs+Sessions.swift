@@ -89,10 +89,11 @@ extension Verb {
         return block.render()
     }
 
-    /// "none", "JSON, 42 bytes" or "binary, 1.5K".
+    /// "none", the JSON itself when short, "JSON, 4.2K" or "binary, 1.5K".
     static func restorationSummary(_ restoration: JSONObject?) -> String {
         if let json = restoration?["json"], json != .null {
-            return "JSON, \(ByteSize.format(UInt64(json.serialized().count)))"
+            let text = json.serializedString()
+            return text.utf8.count <= 160 ? text : "JSON, \(ByteSize.format(UInt64(text.utf8.count)))"
         }
         if let base64 = restoration?.text("base64") {
             let padding = base64.reversed().prefix { $0 == "=" }.count

@@ -98,7 +98,7 @@ import Varlink
                  Activations: 3
                     Restores: 1
                    User info: {"draft":12}
-                 Restoration: JSON, 14B
+                 Restoration: {"scroll":120}
 
             """)
         let archived = Fixtures.session("s7", condition: "archived", state: "unattached", lastActive: 0)
@@ -107,6 +107,8 @@ import Varlink
         #expect(other.out.contains("Last active: never\n"))
         #expect(other.out.contains("Restoration: none\n"))
         #expect(Verb.restorationSummary(["base64": "AAEC/w=="]) == "binary, 4B")
+        let big: JSONObject = ["json": .object(["text": .string(String(repeating: "x", count: 300))])]
+        #expect(Verb.restorationSummary(big) == "JSON, 311B")
     }
 
     @Test func appsTableAndShowApp() {
@@ -150,5 +152,25 @@ import Varlink
             """)
         let json = try JSONParser.parse(ctl(["tasks", "--json"], replies: ["ListApps": [.success(Fixtures.apps)]]).out)
         #expect(json["tasks"]?[0]?["token"] == "t3")
+    }
+}
+
+@Suite struct EventDetailTests {
+    @Test func detailsShowRestoredStateTasksAndReasons() {
+        let restored: JSONObject = ["seq": 13, "event": "willConnectTo", "app": "com.example.mail", "session": "s1",
+                                    "state": "unattached", "reconnect": true, "restoration": ["json": ["mailbox": "Inbox"]]]
+        #expect(EventTable.detail(restored) == "restored {\"mailbox\":\"Inbox\"}")
+        let fresh: JSONObject = ["seq": 3, "event": "willConnectTo", "reconnect": false]
+        #expect(EventTable.detail(fresh) == "")
+        let empty: JSONObject = ["seq": 3, "event": "willConnectTo", "reconnect": true]
+        #expect(EventTable.detail(empty) == "reconnected, no saved state")
+        let task: JSONObject = ["seq": 9, "event": "backgroundTaskWillExpire", "task": "t2", "taskName": "upload"]
+        #expect(EventTable.detail(task) == "task t2 (upload)")
+        let reclaim: JSONObject = ["seq": 30, "event": "didDisconnect", "reclaim": ["reason": "background scene", "level": "warning"]]
+        #expect(EventTable.detail(reclaim) == "reclaim: background scene at warning")
+        let table = EventTable.table([restored, fresh]).render(legend: true)
+        #expect(table.split(separator: "\n").first?.hasSuffix("DETAIL") == true)
+        let plain = EventTable.table([fresh]).render(legend: true)
+        #expect(!plain.contains("DETAIL"))
     }
 }
