@@ -48,5 +48,6 @@ let package = Package(
         .testTarget(name: "DaemonIntegrationTests", dependencies: ["Varlink", "SceneCore"]),
         .testTarget(name: "DurabilityTests", dependencies: ["Varlink", "SceneCore"]),
         .testTarget(name: "SystemTests", dependencies: []),
+        .testTarget(name: "SceneDaemonTests", dependencies: ["SceneDaemon", "SceneCore", "SystemdKit"]),
     ]
 )

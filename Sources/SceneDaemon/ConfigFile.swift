@@ -1,5 +1,6 @@
 /// systemd-style INI: `[Section]` headers, `Key=value` lines, `#` and `;` comments, blank lines.
-/// A trailing backslash continues a value on the next line.
+/// A trailing backslash continues a value on the next line; as in systemd, comment lines inside
+/// a continuation are skipped. Lines end with LF or CRLF.
 struct ConfigFile {
     struct Assignment {
         var section: String
@@ -16,10 +17,13 @@ struct ConfigFile {
         var section: String?
         var pending: (key: String, value: String, line: Int)?
         var number = 0
-        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // Split on the scalar, not the Character: "\r\n" is one Character (a single grapheme),
+        // so splitting a CRLF file on Character "\n" would find no line breaks at all.
+        for raw in text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false) {
             number += 1
-            var line = raw.trimmingSpaces
+            var line = String(String.UnicodeScalarView(raw)).trimmingSpaces
             if var p = pending {
+                if line.hasPrefix("#") || line.hasPrefix(";") { continue }
                 // Continuation of the previous value.
                 let continues = line.hasSuffix("\\")
                 if continues { line.removeLast() }

@@ -3,7 +3,9 @@ import Glibc
 /// Finds and applies the configuration the way systemd's daemons do: the main file from the
 /// first of /etc, /run, /usr/local/lib, /usr/lib that has one, then drop-ins from every
 /// `scened.conf.d/`, in lexical order of file name, a name in /etc masking the same name in
-/// /run, which masks /usr/local/lib, which masks /usr/lib.
+/// /run, which masks /usr/local/lib, which masks /usr/lib. As in systemd, a file that is a
+/// symbolic link to /dev/null masks without contributing anything (for the main file: the
+/// files further down the search path are not read either).
 struct ConfigLoader {
     /// Prefix for every search path (tests and image builds), like systemd's --root.
     var root = ""
@@ -30,7 +32,8 @@ struct ConfigLoader {
             out += dropIns(in: [explicitFile + ".d"])
             return out
         }
-        if let main = Self.directories.map({ root + $0 + "/" + Self.fileName }).first(where: fileExists) {
+        if let main = Self.directories.map({ root + $0 + "/" + Self.fileName }).first(where: { fileExists($0) || isMask($0) }),
+           !isMask(main) {
             out.append(main)
         }
         out += dropIns(in: Self.directories.map { root + $0 + "/" + Self.fileName + ".d" })
@@ -38,23 +41,27 @@ struct ConfigLoader {
     }
 
     private func dropIns(in directories: [String]) -> [String] {
-        var chosen: [String: String] = [:]
-        // Earlier directories take precedence: keep the first path seen for each name.
+        var chosen: [String: String?] = [:]
+        // Earlier directories take precedence: keep the first path seen for each name; a mask
+        // (a link to /dev/null) is kept too, as nil, so that it hides the same name further down.
         for dir in directories {
-            for name in listConfFiles(dir) where chosen[name] == nil { chosen[name] = dir + "/" + name }
+            for (name, masked) in listConfFiles(dir) where chosen[name] == nil {
+                chosen[name] = .some(masked ? nil : dir + "/" + name)
+            }
         }
-        return chosen.keys.sorted().map { chosen[$0]! }
+        return chosen.keys.sorted().compactMap { chosen[$0]! }
     }
 
     func load() throws(ConfigError) -> Result {
         var settings = DaemonSettings()
         var warnings: [String] = []
-        var origins: [String: (path: String, line: Int)] = [:]
+        // Where each key was last set: index into `list` (the order files are applied), line.
+        var origins: [String: (file: Int, line: Int)] = [:]
         let list = files()
-        if let explicitFile, !fileExists(explicitFile) {
+        if let explicitFile, !fileExists(explicitFile), !isMask(explicitFile) {
             throw ConfigError(path: explicitFile, line: nil, message: "no such file")
         }
-        for path in list {
+        for (index, path) in list.enumerated() {
             let text: String
             switch readFile(path) {
             case .success(let t): text = t
@@ -70,15 +77,24 @@ struct ConfigLoader {
                 if let message = key.apply(&settings, a.value) {
                     throw ConfigError(path: path, line: a.line, message: "\(message) (found \"\(a.value)\")")
                 }
-                origins[key.key] = (path, a.line)
+                origins[key.qualifiedName] = (index, a.line)
             }
         }
-        // Settings that are only valid together, reported where the last of them was set.
+        // Settings that are only valid together, reported where the last of them was set (the
+        // last in the order the files were applied, not in the order of their names).
+        func crossError(_ keys: [String], _ message: String) -> ConfigError {
+            let origin = keys.compactMap { origins["[Pressure] " + $0] }.max { ($0.file, $0.line) < ($1.file, $1.line) }
+            return ConfigError(path: origin.map { list[$0.file] } ?? "configuration", line: origin?.line, message: message)
+        }
         if !settings.watermarks.isValid {
-            let origin = ["CriticalWatermark", "HighWatermark", "LowWatermark"].compactMap { origins[$0] }
-                .max { ($0.path, $0.line) < ($1.path, $1.line) }
-            throw ConfigError(path: origin?.path ?? "configuration", line: origin?.line,
-                              message: "watermarks must satisfy LowWatermark < HighWatermark <= CriticalWatermark")
+            throw crossError(["CriticalWatermark", "HighWatermark", "LowWatermark"],
+                             "watermarks must satisfy LowWatermark < HighWatermark <= CriticalWatermark")
+        }
+        // A stall can grow by at most the window's length per window: a longer threshold could
+        // never be reached (and the kernel refuses such a trigger with EINVAL).
+        if settings.psiWarningStall > settings.psiWindow || settings.psiCriticalStall > settings.psiWindow {
+            throw crossError(["PSIWarningStallSec", "PSICriticalStallSec", "PSIWindowSec"],
+                             "PSIWarningStallSec= and PSICriticalStallSec= must not exceed PSIWindowSec=")
         }
         return Result(settings: settings, files: list, warnings: warnings)
     }
@@ -88,16 +104,30 @@ struct ConfigLoader {
         return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
     }
 
-    private func listConfFiles(_ dir: String) -> [String] {
+    /// A link to /dev/null (or /dev/null itself): systemd's way of masking a file.
+    private func isMask(_ path: String) -> Bool {
+        var st = stat()
+        var null = stat()
+        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFCHR
+            && stat("/dev/null", &null) == 0 && st.st_rdev == null.st_rdev
+    }
+
+    /// The `*.conf` names in `dir`, each with whether it is a mask.
+    private func listConfFiles(_ dir: String) -> [(name: String, masked: Bool)] {
         guard let d = opendir(dir) else { return [] }
         defer { closedir(d) }
-        var names: [String] = []
+        var names: [(String, Bool)] = []
         while let entry = readdir(d) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
             }
             guard name.hasSuffix(".conf"), !name.hasPrefix(".") else { continue }
-            if fileExists(dir + "/" + name) { names.append(name) }
+            let path = dir + "/" + name
+            if fileExists(path) {
+                names.append((name, false))
+            } else if isMask(path) {
+                names.append((name, true))
+            }
         }
         return names
     }

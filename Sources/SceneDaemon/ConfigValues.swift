@@ -6,10 +6,11 @@ enum ConfigValues {
     /// Microseconds. A bare number means seconds, as in systemd's *Sec= settings.
     static func timeSpan(_ text: String) -> Int64? { TimeSpan(parsing: text)?.microseconds }
 
-    /// Bytes: a plain number, or K/M/G/T (powers of 1024, optional trailing "B").
+    /// Bytes: a plain number, or K/M/G/T (powers of 1024), each with an optional trailing "B"
+    /// ("512B", "512KB"), as systemd's size parser takes them.
     static func bytes(_ text: String) -> UInt64? {
         var t = Substring(text.trimmingSpaces)
-        if t.hasSuffix("B") && t.count > 1 && t.dropLast().last.map({ "KMGT".contains($0) }) == true { t = t.dropLast() }
+        if t.hasSuffix("B") { t = t.dropLast() }
         var multiplier: Double = 1
         if let last = t.last, let index = "KMGT".firstIndex(of: last) {
             multiplier = Double(1 << (10 * ("KMGT".distance(from: "KMGT".startIndex, to: index) + 1)))
@@ -38,9 +39,22 @@ enum ConfigValues {
 
     static func formatTimeSpan(_ usec: Int64) -> String { TimeSpan(microseconds: usec).formatted }
 
+    /// The shortest decimal form that `percent` reads back as exactly `fraction` (so that
+    /// --dump-config round-trips "92.55%", not just whole and tenth percentages).
     static func formatPercent(_ fraction: Double) -> String {
-        let tenths = Int((fraction * 1000).rounded())
-        return tenths % 10 == 0 ? "\(tenths / 10)%" : "\(tenths / 10).\(tenths % 10)%"
+        let value = fraction * 100
+        var scale: Int64 = 1
+        for decimals in 0...9 {
+            let units = Int64((value * Double(scale)).rounded())
+            var text = String(units / scale)
+            if decimals > 0 {
+                let digits = String(units % scale)
+                text += "." + String(repeating: "0", count: decimals - digits.count) + digits
+            }
+            if let back = percent(text + "%"), back == fraction { return text + "%" }
+            scale *= 10
+        }
+        return "\(value)%"
     }
 
     static func formatBytes(_ bytes: UInt64) -> String {

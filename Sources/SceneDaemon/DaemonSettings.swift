@@ -86,6 +86,11 @@ struct SettingKey: Sendable {
 
     static let all: [SettingKey] = [
         SettingKey(section: "Daemon", key: "Socket", apply: { s, v in
+            // Empty: the default socket, as documented (and as --dump-config prints it).
+            if v.isEmpty {
+                s.socketPath = nil
+                return nil
+            }
             guard v.hasPrefix("/") else { return "Socket= must be an absolute path" }
             guard v.utf8.count <= 107 else { return "Socket= path is longer than 107 bytes" }
             s.socketPath = v

@@ -39,8 +39,9 @@ struct LogEntry: Equatable {
 }
 
 /// Turns committed events into journal entries: one entry per state change, not per callback.
-/// Consecutive events of the same session (or, for app events, the same app) with the same
-/// cause form one change. SCENED_EVENTS lists its events in order, space-separated; the
+/// Consecutive events of one session's callback chain (connect, foreground, background,
+/// disconnect, discard), or an app's launch or termination, with the same cause form one change
+/// (see `continues`). SCENED_EVENTS lists its events in order, space-separated; the
 /// repeated SCENED_EVENT and SCENED_SEQ fields are for matching (journalctl SCENED_EVENT=…)
 /// only, because journald stores an entry's fields ordered by data object and drops repeated
 /// identical values, so their order (and their pairing) does not survive the journal.
@@ -55,22 +56,65 @@ enum JournalEntries {
         }
     }
 
-    static func entries(for events: [LifecycleEvent], pressure: PressureLevel) -> [LogEntry] {
+    /// - Parameter notableOnly: build entries only for the changes that contain a notable event
+    ///   (the ones logged above info). The events are grouped exactly as without it: filtering
+    ///   the events before grouping would merge changes that a routine change separated (two
+    ///   terminations of an app with a relaunch between them would become one entry).
+    static func entries(for events: [LifecycleEvent], pressure: PressureLevel, notableOnly: Bool = false) -> [LogEntry] {
         var out: [LogEntry] = []
-        var group: [LifecycleEvent] = []
-        func flush() {
-            if !group.isEmpty { out.append(entry(for: group, pressure: pressure)) }
-            group.removeAll(keepingCapacity: true)
-        }
-        for e in events {
-            if let first = group.first,
-               first.app != e.app || groupKey(first) != groupKey(e) || first.cause.name != e.cause.name {
-                flush()
+        // Groups are index ranges: events are only copied for the entries actually built.
+        func flush(_ range: Range<Int>) {
+            if !notableOnly || events[range].contains(where: isNotable) {
+                out.append(entry(for: Array(events[range]), pressure: pressure))
             }
-            group.append(e)
         }
-        flush()
+        var start = 0
+        for i in events.indices.dropFirst() where !continues(first: events[start], previous: events[i - 1], with: events[i]) {
+            flush(start..<i)
+            start = i
+        }
+        if !events.isEmpty { flush(start..<events.count) }
         return out
+    }
+
+    /// Whether `e` belongs to the change that began with `first` and so far ends with
+    /// `previous`: the same app and cause, and either the next callback of the same session's
+    /// chain or one of the two compound app changes (a launch with its queued discards,
+    /// willTerminate with its termination).
+    ///
+    /// A batch holds the events of every command committed together, with no mark where one
+    /// command ends, so a change ends where its chain does: the same session backgrounded and
+    /// activated again in one batch is two entries (didEnterBackground is not followed by
+    /// willEnterForeground within any one command), and other app events are changes of their
+    /// own (a termination followed by a relaunch, or a memory warning followed by a termination,
+    /// are two entries, not one that names only the last of them).
+    private static func continues(first: LifecycleEvent, previous: LifecycleEvent, with e: LifecycleEvent) -> Bool {
+        guard first.app == e.app, first.cause.name == e.cause.name else { return false }
+        if isLaunchDiscard(e, after: previous) { return true }
+        let key = groupKey(e)
+        guard key == groupKey(first) else { return false }
+        if key != 0 { return isSceneChain(previous.name, e.name) }
+        return previous.name == .willTerminate && e.name == .terminated
+    }
+
+    /// The steps the engine takes within one command on one session: connect (new or again),
+    /// the foreground chain, the background chain, disconnection, discard.
+    private static func isSceneChain(_ a: EventName, _ b: EventName) -> Bool {
+        switch (a, b) {
+        case (.configurationForConnecting, .willConnectTo), (.willConnectTo, .willEnterForeground),
+             (.willConnectTo, .didEnterBackground), (.willEnterForeground, .didBecomeActive),
+             (.willResignActive, .didEnterBackground), (.didEnterBackground, .didDisconnect),
+             (.didDisconnect, .didDiscardSceneSessions):
+            true
+        default:
+            false
+        }
+    }
+
+    /// Discards queued while the app was not running are delivered right after its
+    /// didFinishLaunching (R14) and belong to the launch, one session or several.
+    private static func isLaunchDiscard(_ e: LifecycleEvent, after previous: LifecycleEvent) -> Bool {
+        e.name == .didDiscardSceneSessions && previous.name == .didFinishLaunching && previous.app == e.app
     }
 
     /// The session a change is about; app events belong to their app, except a single

@@ -8,6 +8,8 @@ final class JournalLogger {
     var level: LogLevel
     let toJournal: Bool
     private(set) var sent: UInt64 = 0
+    /// When set, entries that pass the level go here instead of the journal or stderr (tests).
+    var sink: ((LogEntry) -> Void)?
 
     init(level: LogLevel, toJournal: Bool = Journal.isConnectedToJournal()) {
         self.level = level
@@ -24,16 +26,20 @@ final class JournalLogger {
             return
         }
         // Below info only the notable changes are logged: don't build entries for the rest
-        // (at hundreds of thousands of transitions a second, building them is the cost).
-        let notable = events.filter(JournalEntries.isNotable)
-        guard !notable.isEmpty else { return }
-        for entry in JournalEntries.entries(for: notable, pressure: pressure) where wants(entry.priority) { send(entry) }
+        // (at hundreds of thousands of transitions a second, building them is the cost). The
+        // events are still grouped as a whole, so that the entries are the ones info would log.
+        guard events.contains(where: JournalEntries.isNotable) else { return }
+        for entry in JournalEntries.entries(for: events, pressure: pressure, notableOnly: true) where wants(entry.priority) {
+            send(entry)
+        }
     }
 
     func send(_ entry: LogEntry) {
         guard wants(entry.priority) else { return }
         sent &+= 1
-        if toJournal {
+        if let sink {
+            sink(entry)
+        } else if toJournal {
             var fields: [JournalField] = [
                 .message(entry.message),
                 .priority(Journal.Priority(rawValue: Int32(entry.priority.rawValue)) ?? .info),

@@ -62,10 +62,13 @@ final class PSISource {
         window = settings.windowUSec
     }
 
-    deinit { closeAll() }
+    // stop(), not just closeAll(): the hold and retry timers belong to the loop and call back
+    // through an unretained reference, so a freed source must not leave them armed.
+    deinit { stop() }
 
     func start() {
         closeAll()
+        retryDelay = 1_000_000
         mode = open()
         switch mode {
         case .unavailable(let why):
@@ -157,6 +160,9 @@ final class PSISource {
             Diagnostics.warning("PSI source \(settings.path) reported an error; re-opening")
             closeAll()
             mode = .unavailable("source gone")
+            // Events from before are about a file that no longer exists: forget them.
+            lastEventAt.removeAll()
+            holdTimer?.disarm()
             setLevel(.normal)
             scheduleRetry()
             return
@@ -219,16 +225,25 @@ final class PSISource {
             // Unreadable now: not pressure; keep trying.
             return
         }
+        if let previous = samples.last, totals.some < previous.some || totals.full < previous.full {
+            // The counters went backwards (the file was replaced, e.g. a cgroup re-created):
+            // a new history, not a negative (wrapped, overflowing) growth.
+            samples.removeAll()
+        }
         samples.append((now, totals.some, totals.full))
-        samples.removeAll { $0.at + window < now && $0.at != samples.last!.at }
+        // Keep the samples of the last window, and always the newest (taken `now`). The closure
+        // must not read `samples`: that is an overlapping access to the array removeAll is
+        // mutating, which traps at run time ("Simultaneous accesses").
+        samples.removeAll { $0.at + window < now && $0.at != now }
         guard let oldest = samples.first, oldest.at < now else { return }
-        let span = now - oldest.at
-        // Scale growth to the window so that a short history is not under-counted.
-        let someGrowth = (totals.some &- oldest.some) * window / max(span, 1)
-        let fullGrowth = (totals.full &- oldest.full) * window / max(span, 1)
-        if fullGrowth >= settings.criticalStallUSec {
+        let span = Double(now - oldest.at)
+        // Scale growth to the window so that a short history is not under-counted; in floating
+        // point, so that a large growth cannot overflow the multiplication.
+        let someGrowth = Double(totals.some - oldest.some) * Double(window) / span
+        let fullGrowth = Double(totals.full - oldest.full) * Double(window) / span
+        if fullGrowth >= Double(settings.criticalStallUSec) {
             noteStall(.critical)
-        } else if someGrowth >= settings.warningStallUSec {
+        } else if someGrowth >= Double(settings.warningStallUSec) {
             noteStall(.warning)
         }
     }
