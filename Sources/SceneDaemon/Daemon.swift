@@ -163,10 +163,10 @@ final class Daemon {
         switch progress {
         case .nothing:
             return
-        case .committed(let through, let events):
+        case .committed(let through, let events, let starts):
             if !events.isEmpty {
                 service.publish(events)
-                logger.log(events, pressure: reclaim.level)
+                logger.log(events, commandStarts: starts, pressure: reclaim.level)
                 reclaim.noteActivations(events)
                 status.changed()
             }

@@ -60,7 +60,11 @@ enum JournalEntries {
     ///   (the ones logged above info). The events are grouped exactly as without it: filtering
     ///   the events before grouping would merge changes that a routine change separated (two
     ///   terminations of an app with a relaunch between them would become one entry).
-    static func entries(for events: [LifecycleEvent], pressure: PressureLevel, notableOnly: Bool = false) -> [LogEntry] {
+    /// - Parameter commandStarts: where each command's events begin; a change never spans two
+    ///   commands (without it, changes are told apart by their callback chains alone).
+    static func entries(for events: [LifecycleEvent], commandStarts: [Int] = [], pressure: PressureLevel,
+                        notableOnly: Bool = false) -> [LogEntry] {
+        let boundaries = Set(commandStarts)
         var out: [LogEntry] = []
         // Groups are index ranges: events are only copied for the entries actually built.
         func flush(_ range: Range<Int>) {
@@ -69,7 +73,8 @@ enum JournalEntries {
             }
         }
         var start = 0
-        for i in events.indices.dropFirst() where !continues(first: events[start], previous: events[i - 1], with: events[i]) {
+        for i in events.indices.dropFirst()
+        where boundaries.contains(i) || !continues(first: events[start], previous: events[i - 1], with: events[i]) {
             flush(start..<i)
             start = i
         }

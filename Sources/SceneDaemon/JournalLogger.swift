@@ -19,17 +19,17 @@ final class JournalLogger {
     func wants(_ priority: LogLevel) -> Bool { priority <= level }
 
     /// Logs committed events, one entry per state change.
-    func log(_ events: [LifecycleEvent], pressure: PressureLevel) {
+    func log(_ events: [LifecycleEvent], commandStarts: [Int] = [], pressure: PressureLevel) {
         guard !events.isEmpty, level >= .notice else { return }
         if level >= .info {
-            for entry in JournalEntries.entries(for: events, pressure: pressure) where wants(entry.priority) { send(entry) }
+            for entry in JournalEntries.entries(for: events, commandStarts: commandStarts, pressure: pressure) where wants(entry.priority) { send(entry) }
             return
         }
         // Below info only the notable changes are logged: don't build entries for the rest
         // (at hundreds of thousands of transitions a second, building them is the cost). The
         // events are still grouped as a whole, so that the entries are the ones info would log.
         guard events.contains(where: JournalEntries.isNotable) else { return }
-        for entry in JournalEntries.entries(for: events, pressure: pressure, notableOnly: true) where wants(entry.priority) {
+        for entry in JournalEntries.entries(for: events, commandStarts: commandStarts, pressure: pressure, notableOnly: true) where wants(entry.priority) {
             send(entry)
         }
     }

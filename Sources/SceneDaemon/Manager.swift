@@ -24,7 +24,7 @@ final class Manager {
     /// Every batch up to this one is committed (or settled by a failure).
     private(set) var committedThrough: UInt64 = 0
     /// The batch the writer is committing, with what to publish when it is done.
-    private var inFlight: (number: UInt64, events: [LifecycleEvent], nextSequence: UInt64)?
+    private var inFlight: (number: UInt64, events: [LifecycleEvent], commandStarts: [Int], nextSequence: UInt64)?
 
     init(engine: LifecycleEngine, clock: DaemonClock, writer: StoreWriter?, recentCapacity: Int = 4096) {
         self.engine = engine
@@ -41,6 +41,7 @@ final class Manager {
         let now = clock.now()
         advance(to: now)
         let start = pending.events.count
+        pending.commandStarts.append(start)
         effects.removeAll(keepingCapacity: true)
         do {
             let result = try engine.handle(command, now: now, effects: &effects)
@@ -54,6 +55,7 @@ final class Manager {
 
     /// Fires what is due (suspensions, task expiry).
     func advance(to now: Timestamp) {
+        pending.commandStarts.append(pending.events.count)
         effects.removeAll(keepingCapacity: true)
         _ = try? engine.handle(.tick, now: now, effects: &effects)
         pending.absorb(effects)
@@ -72,7 +74,8 @@ final class Manager {
     enum Progress {
         case nothing
         /// Every batch up to `through` is committed; these events are now published.
-        case committed(through: UInt64, events: [LifecycleEvent])
+        /// `commandStarts`: where each command's events begin.
+        case committed(through: UInt64, events: [LifecycleEvent], commandStarts: [Int])
         /// The batches up to `through` are lost (the commit failed); their callers must be told.
         case failed(through: UInt64, StoreError)
     }
@@ -86,15 +89,16 @@ final class Manager {
         guard !pending.isEmpty else {
             // Nothing to write: the batch is settled at once (its replies may only read).
             committedThrough = number
-            return .committed(through: number, events: [])
+            return .committed(through: number, events: [], commandStarts: [])
         }
         let batch = makeBatch()
         let events = pending.events
+        let starts = pending.commandStarts
         pending.removeAll()
         guard let writer else {
-            return published(number: number, events: events, nextSequence: engine.nextSequence)
+            return published(number: number, events: events, commandStarts: starts, nextSequence: engine.nextSequence)
         }
-        inFlight = (number, events, engine.nextSequence)
+        inFlight = (number, events, starts, engine.nextSequence)
         writer.submit(batch, number: number)
         return .nothing
     }
@@ -105,7 +109,8 @@ final class Manager {
         inFlight = nil
         switch result {
         case .success:
-            return published(number: flight.number, events: flight.events, nextSequence: flight.nextSequence)
+            return published(number: flight.number, events: flight.events, commandStarts: flight.commandStarts,
+                             nextSequence: flight.nextSequence)
         case .failure(let error):
             // The batch was not kept, and what was gathered since built on it: drop both and go
             // back to the last committed state, so memory never holds what the disk does not.
@@ -119,12 +124,13 @@ final class Manager {
         }
     }
 
-    private func published(number: UInt64, events: [LifecycleEvent], nextSequence: UInt64) -> Progress {
+    private func published(number: UInt64, events: [LifecycleEvent], commandStarts: [Int],
+                           nextSequence: UInt64) -> Progress {
         commits += 1
         committedThrough = number
         committedNextSequence = nextSequence
         for e in events { recent.append(e) }
-        return .committed(through: number, events: events)
+        return .committed(through: number, events: events, commandStarts: commandStarts)
     }
 
     /// Waits for the batch in flight (shutdown).

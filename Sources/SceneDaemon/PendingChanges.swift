@@ -9,6 +9,9 @@ struct PendingChanges {
     var tasks: Set<TaskToken> = []
     var removedTasks: Set<TaskToken> = []
     var events: [LifecycleEvent] = []
+    /// Where each command's (or timer tick's) events begin in `events`: the journal makes one
+    /// entry per state change, and a change never spans two commands.
+    var commandStarts: [Int] = []
     private var lastApp: AppID?
 
     var isEmpty: Bool {
@@ -48,6 +51,7 @@ struct PendingChanges {
         tasks.removeAll(keepingCapacity: true)
         removedTasks.removeAll(keepingCapacity: true)
         events.removeAll(keepingCapacity: true)
+        commandStarts.removeAll(keepingCapacity: true)
         lastApp = nil
     }
 }

@@ -400,3 +400,31 @@ struct JournalLoggerTests {
         #expect(logger.sent == 1)
     }
 }
+
+@Suite struct JournalCommandBoundaryTests {
+    /// Deactivate then background of one session committed together: the callbacks chain
+    /// (willResignActive, didEnterBackground), but they are two commands, so two state changes.
+    @Test func aChangeNeverSpansTwoCommands() throws {
+        var engine = LifecycleEngine()
+        var effects: [Effect] = []
+        let mail = AppID("com.example.mail")!
+        guard case .session(let s1) = try engine.handle(.connect(ConnectRequest(app: mail)), now: .zero, effects: &effects) else {
+            Issue.record("no session")
+            return
+        }
+        effects.removeAll()
+        try engine.handle(.deactivate(s1), now: .zero, effects: &effects)
+        let second = effects.count
+        try engine.handle(.background(s1), now: .zero, effects: &effects)
+        let events = effects.compactMap { effect -> LifecycleEvent? in
+            if case .event(let e) = effect { return e }
+            return nil
+        }
+        let secondStart = effects[..<second].filter { if case .event = $0 { true } else { false } }.count
+        let merged = JournalEntries.entries(for: events, pressure: .normal)
+        #expect(merged.count == 1, "without boundaries the chain reads as one change")
+        let split = JournalEntries.entries(for: events, commandStarts: [0, secondStart], pressure: .normal)
+        #expect(split.count == 2)
+        #expect(split.map { $0.values("SCENED_EVENT") } == [["willResignActive"], ["didEnterBackground"]])
+    }
+}
