@@ -26,7 +26,9 @@ extension TimeSpan {
             guard !digits.isEmpty, let number = Double(digits), number >= 0 else { return nil }
             rest = rest.dropFirst(digits.count).drop(while: { $0 == " " })
             let unitText = rest.prefix(while: { $0.isLetter || $0 == "µ" })
-            guard let unit = Self.units.first(where: { $0.0 == unitText }) else { return nil }
+            // A number without a unit means seconds, as systemd reads "1.5" and "1min 30".
+            let unit = unitText.isEmpty ? ("s", Int64(1_000_000)) : Self.units.first(where: { $0.0 == unitText })
+            guard let unit else { return nil }
             rest = rest.dropFirst(unitText.count)
             let value = number * Double(unit.1)
             guard value < 9e18, total <= Int64.max - Int64(value.rounded()) else { return nil }

@@ -8,6 +8,8 @@ struct ConfigValueTests {
         ("1h30min", 5_400_000_000), ("2 min", 120_000_000), ("1.5s", 1_500_000), ("250us", 250),
         ("1d", 86_400_000_000), ("90", 90_000_000), ("0", 0), ("  7  ", 7_000_000), ("1min 30s", 90_000_000),
         ("3 hours", 10_800_000_000), ("10msec", 10_000), ("1s 500ms", 1_500_000),
+        // A number without a unit is seconds, wherever it stands, as systemd reads it.
+        ("1.5", 1_500_000), ("1min 30", 90_000_000), ("1h 30", 3_630_000_000),
     ]
 
     @Test("time spans as systemd writes them", arguments: timeSpanCases)
@@ -16,7 +18,7 @@ struct ConfigValueTests {
     }
 
     @Test("bad time spans are refused", arguments: [
-        "", "s", "5x", "5 parsecs", "-5s", "-5", "5s 3x", "1h 30", "ms500", "5 mins", "1e3s", "five", "5s,",
+        "", "s", "5x", "5 parsecs", "-5s", "-5", "5s 3x", "ms500", "5 mins", "1e3s", "five", "5s,",
     ])
     func badTimeSpans(text: String) {
         #expect(ConfigValues.timeSpan(text) == nil, "\(text)")
