@@ -533,40 +533,30 @@ final class ManagerVarlink {
 
     // MARK: - Errors
 
+    /// The interface's typed error for a refused command: its name, its identifying
+    /// parameters, and always a `message` for people.
     static func error(for error: LifecycleError) -> VarlinkError {
-        let prefix = ManagerInterface.name + "."
-        var p = JSONObject()
+        let (name, fields): (String, [(String, JSONValue)])
         switch error {
         case .noSuchApp(let app):
-            p["app"] = .string(app.rawValue)
-            p["message"] = .string(error.description)
-            return VarlinkError(name: prefix + "NoSuchApp", parameters: p)
+            (name, fields) = ("NoSuchApp", [("app", .string(app.rawValue))])
         case .noSuchSession(let id):
-            p["session"] = .string(id.description)
-            p["message"] = .string(error.description)
-            return VarlinkError(name: prefix + "NoSuchSession", parameters: p)
+            (name, fields) = ("NoSuchSession", [("session", .string(id.description))])
         case .sessionDiscarded(let id):
-            p["session"] = .string(id.description)
-            p["message"] = .string(error.description)
-            return VarlinkError(name: prefix + "SessionDiscarded", parameters: p)
+            (name, fields) = ("SessionDiscarded", [("session", .string(id.description))])
         case .noSuchTask(let token):
-            p["token"] = .string(token.description)
-            p["message"] = .string(error.description)
-            return VarlinkError(name: prefix + "NoSuchTask", parameters: p)
+            (name, fields) = ("NoSuchTask", [("token", .string(token.description))])
         case .invalidTransition(let t):
-            p["command"] = .string(t.command)
-            p["app"] = .string(t.app.rawValue)
-            if let s = t.session { p["session"] = .string(s.description) }
-            p["state"] = .string(t.state)
-            p["reason"] = .string(t.reason)
-            p["message"] = .string(error.description)
-            return VarlinkError(name: prefix + "InvalidTransition", parameters: p)
-        case .invalidArgument(let name, let reason):
-            p["parameter"] = .string(name)
-            p["reason"] = .string(reason)
-            p["message"] = .string(error.description)
-            return VarlinkError(name: prefix + "InvalidArgument", parameters: p)
+            var f: [(String, JSONValue)] = [("command", .string(t.command)), ("app", .string(t.app.rawValue))]
+            if let s = t.session { f.append(("session", .string(s.description))) }
+            f += [("state", .string(t.state)), ("reason", .string(t.reason))]
+            (name, fields) = ("InvalidTransition", f)
+        case .invalidArgument(let parameter, let reason):
+            (name, fields) = ("InvalidArgument", [("parameter", .string(parameter)), ("reason", .string(reason))])
         }
+        var parameters = JSONObject(fields)
+        parameters["message"] = .string(error.description)
+        return VarlinkError(name: ManagerInterface.name + "." + name, parameters: parameters)
     }
 
     static func error(_ unavailable: EventsUnavailable) -> VarlinkError {
