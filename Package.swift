@@ -38,16 +38,21 @@ let package = Package(
         .target(name: "SceneReplay", dependencies: ["SceneCore", "Varlink"]),
         .executableTarget(name: "scene-replay", dependencies: ["SceneReplay"]),
 
-        .testTarget(name: "SceneCoreTests", dependencies: ["SceneCore"]),
-        .testTarget(name: "VarlinkTests", dependencies: ["Varlink"]),
-        .testTarget(name: "SystemdKitTests", dependencies: ["SystemdKit"]),
-        .testTarget(name: "SceneControlTests", dependencies: ["SceneControl", "Varlink", "SceneCore"]),
-        .testTarget(name: "SceneStoreTests", dependencies: ["SceneStore", "SceneCore"]),
+        // Test support shared by the test targets (which cannot import each other): child
+        // processes, the notify listener, temporary directories and files, timing, the built
+        // binaries, starting scened, a seeded generator, threads. Test-only: no product uses it.
+        .target(name: "ScenedTestSupport", dependencies: ["Varlink"], path: "Tests/ScenedTestSupport"),
+
+        .testTarget(name: "SceneCoreTests", dependencies: ["SceneCore", "ScenedTestSupport"]),
+        .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "ScenedTestSupport"]),
+        .testTarget(name: "SystemdKitTests", dependencies: ["SystemdKit", "ScenedTestSupport"]),
+        .testTarget(name: "SceneControlTests", dependencies: ["SceneControl", "Varlink", "SceneCore", "ScenedTestSupport"]),
+        .testTarget(name: "SceneStoreTests", dependencies: ["SceneStore", "SceneCore", "ScenedTestSupport"]),
         // Fixtures are read by path (#filePath), not bundled: excluded from the sources.
         .testTarget(name: "ReclaimTests", dependencies: ["SceneCore", "SceneReplay"], exclude: ["Fixtures"]),
-        .testTarget(name: "DaemonIntegrationTests", dependencies: ["Varlink", "SceneCore"]),
-        .testTarget(name: "DurabilityTests", dependencies: ["Varlink", "SceneCore"]),
+        .testTarget(name: "DaemonIntegrationTests", dependencies: ["Varlink", "SceneCore", "ScenedTestSupport"]),
+        .testTarget(name: "DurabilityTests", dependencies: ["Varlink", "SceneCore", "ScenedTestSupport"]),
         .testTarget(name: "SystemTests", dependencies: []),
-        .testTarget(name: "SceneDaemonTests", dependencies: ["SceneDaemon", "SceneCore", "SystemdKit"]),
+        .testTarget(name: "SceneDaemonTests", dependencies: ["SceneDaemon", "SceneCore", "SystemdKit", "ScenedTestSupport"]),
     ]
 )

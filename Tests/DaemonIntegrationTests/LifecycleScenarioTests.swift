@@ -1,4 +1,5 @@
 import SceneCore
+import ScenedTestSupport
 import Testing
 import Varlink
 

@@ -1,5 +1,6 @@
 import Glibc
 import SceneCore
+import ScenedTestSupport
 import Testing
 import Varlink
 

@@ -1,4 +1,5 @@
 import Glibc
+import ScenedTestSupport
 import Testing
 import Varlink
 
@@ -31,7 +32,7 @@ struct BadStorageTests {
     func garbage() throws {
         let workspace = try DaemonWorkspace()
         try makeDirectory(workspace.stateDirectory)
-        var rng = SeededRandom(seed: 0x5ced)
+        var rng = SplitMix64(seed: 0x5ced)
         let bytes = (0..<8192).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
         try writeFile(workspace.databasePath, bytes, mode: 0o600)
         let failure = try StartupFailure(workspace)
@@ -65,7 +66,7 @@ struct BadStorageTests {
         let offset = (page - 1) * pageSize
         try #require(offset + pageSize <= bytes.count && offset > bytes.count / 8 && offset < bytes.count * 7 / 8,
                      "page \(page) is not in the middle of the file")
-        var rng = SeededRandom(seed: UInt64(page))
+        var rng = SplitMix64(seed: UInt64(page))
         for i in offset..<(offset + pageSize) { bytes[i] = UInt8(truncatingIfNeeded: rng.next()) }
         bytes[offset] = 0xff  // no valid b-tree page type
         try writeFile(workspace.databasePath, bytes, mode: 0o600)
@@ -94,7 +95,7 @@ struct BadStorageTests {
     func immutableFile() throws {
         let workspace = try DaemonWorkspace()
         _ = try Self.makeDatabase(workspace, sessions: 5)
-        let chattr = try Tools.require("chattr", for: "making the database immutable")
+        let chattr = try SystemTools.require("chattr", for: "making the database immutable")
         let set = try run([chattr, "+i", workspace.databasePath], in: workspace.path)
         try #require(set.status == 0, "chattr +i is not possible here (the test needs it): \(set.summary)")
         defer { _ = try? run([chattr, "-i", workspace.databasePath], in: workspace.path) }
@@ -108,7 +109,7 @@ struct BadStorageTests {
     func readOnlyMount() throws {
         let workspace = try DaemonWorkspace()
         _ = try Self.makeDatabase(workspace, sessions: 5)
-        let unshare = try Tools.require("unshare", for: "a private mount namespace with a read-only bind mount")
+        let unshare = try SystemTools.require("unshare", for: "a private mount namespace with a read-only bind mount")
         let before = try #require(readWholeFile(workspace.databasePath))
         let entries = directoryEntries(workspace.stateDirectory)
         // The namespace is the daemon's own: it goes away with the daemon, leaving no mount.

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import ScenedTestSupport
 import Testing
 import Varlink
 
@@ -35,7 +36,7 @@ struct CrashTests {
 
     private func runCrashTest(seed: UInt64) throws {
         let started = monotonicNanoseconds()
-        var rng = SeededRandom(seed: seed)
+        var rng = SplitMix64(seed: seed)
         let workspace = try DaemonWorkspace()
         let inspector = try DatabaseInspector(directory: workspace.path)
         let imageDirectory = workspace.directory.file("image")

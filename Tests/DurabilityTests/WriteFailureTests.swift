@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import ScenedTestSupport
 import Synchronization
 import Testing
 import Varlink
@@ -14,8 +15,8 @@ final class TinyStateFileSystem {
     let stateDirectory: String
 
     init(_ workspace: DaemonWorkspace, size: String = "2m") throws {
-        let unshare = try Tools.require("unshare", for: "a private mount namespace for a tiny tmpfs")
-        nsenter = try Tools.require("nsenter", for: "running scened inside the tiny tmpfs's mount namespace")
+        let unshare = try SystemTools.require("unshare", for: "a private mount namespace for a tiny tmpfs")
+        nsenter = try SystemTools.require("nsenter", for: "running scened inside the tiny tmpfs's mount namespace")
         stateDirectory = workspace.stateDirectory
         try makeDirectory(stateDirectory)
         holder = try ChildProcess(
@@ -160,7 +161,7 @@ struct WriteFailureTests {
         let inspector = try DatabaseInspector(directory: workspace.path)
         let image = workspace.directory.file("image")
         try makeDirectory(image)
-        var rng = SeededRandom(seed: 0xF011)
+        var rng = SplitMix64(seed: 0xF011)
         let clients = (0..<4).map { CrashClient(index: $0, seed: rng.next()) }
         var checker = StoredStateChecker()
         var daemon = try workspace.start(wrapper: tmpfs.wrapper)
@@ -227,7 +228,7 @@ struct WriteFailureTests {
             let id = try #require(reply["session"]?["id"]?.stringValue)
             acknowledged[id] = (reply["session"]?["state"]?.stringValue ?? "?", nil)
         }
-        let chattr = try Tools.require("chattr", for: "making the write-ahead log immutable")
+        let chattr = try SystemTools.require("chattr", for: "making the write-ahead log immutable")
         let wal = database + "-wal"
         try #require((fileSize(wal) ?? 0) > 0, "no write-ahead log while running")
         let set = try run([chattr, "+i", wal], in: workspace.path)

@@ -1,4 +1,5 @@
 import Glibc
+import ScenedTestSupport
 import Testing
 import Varlink
 @testable import SceneControl
@@ -16,7 +17,7 @@ struct JournalTests {
     static func awaitEntries(_ journald: PrivateJournald, count: Int) throws {
         let deadline = monotonicSeconds() + 10
         while ctlJournal(journald, ["logs", "--no-legend"]).out.split(separator: "\n").count < count {
-            guard monotonicSeconds() < deadline else { throw ChildError("journald did not write \(count) entries") }
+            guard monotonicSeconds() < deadline else { throw TestFailure("journald did not write \(count) entries") }
             usleep(10_000)
         }
     }

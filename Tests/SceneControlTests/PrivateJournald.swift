@@ -1,4 +1,5 @@
 import Glibc
+import ScenedTestSupport
 
 /// A journald of our own, in private mount and PID namespaces, whose socket and journal files
 /// live in a temporary directory of the host: entries sent to `socketPath` end up in journal
@@ -36,20 +37,15 @@ final class PrivateJournald {
         mkdir(directory.path + "/journal", 0o755)
         child = try ChildProcess([Self.unshare, "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child",
                                   "--mount-proc", "/bin/sh", "-c", Self.script, "sh", directory.path],
-                                 stderrPath: directory.path + "/journald.log")
-        let deadline = monotonicSeconds() + 10
-        while access(socketPath, F_OK) != 0 {
-            guard monotonicSeconds() < deadline else {
-                stop()
-                throw ChildError("journald did not start: \(child.stderr)")
-            }
-            usleep(10_000)
+                                 directory: directory.path, label: "journald")
+        guard waitUntil(seconds: 10, { access(socketPath, F_OK) == 0 }) else {
+            stop()
+            throw TestFailure("journald did not start: \(child.stderr)")
         }
     }
 
     func stop() {
-        kill(child.pid, SIGKILL)
-        _ = child.wait()
+        child.killNow()
         directory.remove()
     }
 
@@ -70,15 +66,8 @@ final class PrivateJournald {
         }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(socketPath.utf8)) }
-        let sent = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                sendto(fd, datagram, datagram.count, 0, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard sent == datagram.count else { throw ChildError("send to journald failed: \(String(cString: strerror(errno)))") }
+        let sent = withUnixAddress(socketPath) { sendto(fd, datagram, datagram.count, 0, $0, $1) }
+        guard sent == datagram.count else { throw TestFailure("send to journald failed: \(errnoText())") }
     }
 
     /// An entry as scened logs it, with a fixed SYSLOG_PID so lines read "scened[1234]: ...".

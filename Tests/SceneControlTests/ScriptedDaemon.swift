@@ -1,5 +1,6 @@
 import Glibc
 import SceneControl
+import ScenedTestSupport
 import Synchronization
 import Testing
 import Varlink

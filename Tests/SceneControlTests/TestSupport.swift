@@ -1,5 +1,6 @@
 import Glibc
 import SceneControl
+import ScenedTestSupport
 import Synchronization
 import Varlink
 
@@ -35,12 +36,6 @@ final class CapturedOutput: TextOutput, Sendable {
         }
         return condition(text)
     }
-}
-
-func monotonicSeconds() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
 /// One call a command made.
@@ -110,78 +105,4 @@ func ctl(_ arguments: [String], replies: [String: [Result<JSONObject, VarlinkErr
         now: { testNow }, utc: true)
     let status = SceneCtl.run(arguments, context: context)
     return CtlResult(status: status, out: out.text, err: err.text, transport: transport, connections: connections)
-}
-
-/// A fresh directory under /tmp, removed with everything in it by `remove()`.
-struct TemporaryDirectory {
-    let path: String
-
-    init() {
-        var template = Array("/tmp/scenectl-tests-XXXXXX".utf8CString)
-        let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        precondition(created != nil, "mkdtemp failed")
-        path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    func remove() {
-        Self.removeTree(path)
-    }
-
-    private static func removeTree(_ path: String) {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return }
-        if info.st_mode & S_IFMT == S_IFDIR, let dir = opendir(path) {
-            var children: [String] = []
-            while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-                if name != "." && name != ".." { children.append(name) }
-            }
-            closedir(dir)
-            for child in children { removeTree(path + "/" + child) }
-            rmdir(path)
-        } else {
-            unlink(path)
-        }
-    }
-}
-
-/// Runs `body` on a new POSIX thread, so blocking socket code never occupies a Swift
-/// concurrency thread; `join()` waits for it.
-final class TestThread: Sendable {
-    private let thread: Mutex<pthread_t?> = Mutex(nil)
-
-    private final class Body: Sendable {
-        let run: @Sendable () -> Void
-        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
-    }
-
-    init(_ body: @escaping @Sendable () -> Void) {
-        let context = Unmanaged.passRetained(Body(body)).toOpaque()
-        var id = pthread_t()
-        let result = pthread_create(&id, nil, { context in
-            Unmanaged<Body>.fromOpaque(context!).takeRetainedValue().run()
-            return nil
-        }, context)
-        precondition(result == 0, "pthread_create failed")
-        thread.withLock { $0 = id }
-    }
-
-    func join() {
-        guard let id = thread.withLock({ $0 }) else { return }
-        pthread_join(id, nil)
-        thread.withLock { $0 = nil }
-    }
-}
-
-/// A value set on one thread and read on another.
-final class Shared<Value: Sendable>: Sendable {
-    private let storage: Mutex<Value>
-
-    init(_ value: Value) { storage = Mutex(value) }
-
-    var value: Value { storage.withLock { $0 } }
-
-    func update(_ change: (inout Value) -> Void) {
-        storage.withLock { change(&$0) }
-    }
 }

@@ -1,22 +1,6 @@
+import ScenedTestSupport
 import Testing
 @testable import SceneCore
-
-/// SplitMix64 (Steele, Lea, Flood 2014): a small, fast, seedable generator, so that every
-/// randomized run can be replayed from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
-    mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
-}
 
 /// What the store would hold if it applied only the persistence effects: after every command it
 /// must equal the engine's state, or a change was not announced.
@@ -280,18 +264,18 @@ struct CommandGenerator {
 
     mutating func session(_ engine: LifecycleEngine) -> SessionID {
         let r = rng.below(100)
-        if r < 85, !open.isEmpty { return rng.pick(open) }
+        if r < 85, !open.isEmpty { return rng.pick(open)! }
         if r < 96, engine.nextSessionNumber > 1 { return SessionID(1 + UInt64(rng.below(Int(engine.nextSessionNumber - 1)))) }
         return SessionID(engine.nextSessionNumber + UInt64(rng.below(3)))
     }
 
     mutating func app(allowGhost: Bool) -> AppID {
-        allowGhost && rng.chance(3) ? ghost : rng.pick(apps)
+        allowGhost && rng.chance(3) ? ghost : rng.pick(apps)!
     }
 
     mutating func token(_ engine: LifecycleEngine) -> TaskToken {
         let r = rng.below(100)
-        if r < 80, !engine.tasks.isEmpty { return rng.pick(engine.tasks.keys.sorted()) }
+        if r < 80, !engine.tasks.isEmpty { return rng.pick(engine.tasks.keys.sorted())! }
         if r < 92, engine.nextTaskNumber > 1 { return TaskToken(1 + UInt64(rng.below(Int(engine.nextTaskNumber - 1)))) }
         return TaskToken(engine.nextTaskNumber + UInt64(rng.below(3)))
     }
@@ -329,7 +313,7 @@ struct CommandGenerator {
             request.background = rng.chance(30)
             if rng.chance(20) { request.userInfo = UserInfo(json: "{\"n\":\(rng.below(1000))}") }
             request.footprint = UInt64(rng.below(1 << 20))
-            request.role = rng.pick(SessionRole.allCases)
+            request.role = rng.pick(SessionRole.allCases)!
             if rng.chance(2) { request.configurationName = rng.chance(50) ? "" : String(repeating: "x", count: 256) }
             else if rng.chance(30) { request.configurationName = "Config \(rng.below(3))" }
             command = .connect(request)

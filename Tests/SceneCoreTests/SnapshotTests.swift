@@ -1,3 +1,4 @@
+import ScenedTestSupport
 import Testing
 @testable import SceneCore
 

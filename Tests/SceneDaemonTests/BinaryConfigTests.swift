@@ -1,3 +1,4 @@
+import ScenedTestSupport
 import Testing
 @testable import SceneDaemon
 
@@ -5,19 +6,19 @@ import Testing
 struct BinaryConfigTests {
     @Test("--check-config: exit 0 and the files, in order; warnings on stderr")
     func checkValid() throws {
-        let scened = try scenedExecutable()
-        let dir = try TempDir()
+        let scened = try Binaries.require(Binaries.scened)
+        let dir = TemporaryDirectory()
         defer { dir.remove() }
         let main = try dir.write("etc/scened/scened.conf", "[Daemon]\nLogLevel=notice\nColour=blue\n")
         let dropIn = try dir.write("usr/lib/scened/scened.conf.d/10-x.conf", "[Store]\nDurability=normal\n")
-        let r = try runProgram(scened, ["--config-root", dir.path, "--check-config"])
+        let r = try run([scened, "--config-root", dir.path, "--check-config"])
         #expect(r.status == 0, "stderr: \(r.stderr)")
         #expect(r.stdout == "configuration valid (\(main), \(dropIn))\n")
         #expect(r.stderr.contains("\(main):3: unknown key \"Colour\" in section [Daemon], ignoring"), "stderr: \(r.stderr)")
 
-        let empty = try TempDir()
+        let empty = TemporaryDirectory()
         defer { empty.remove() }
-        let none = try runProgram(scened, ["--config-root=\(empty.path)", "--check-config"])
+        let none = try run([scened, "--config-root=\(empty.path)", "--check-config"])
         #expect(none.status == 0)
         #expect(none.stdout == "configuration valid (no configuration files; defaults apply)\n")
     }
@@ -28,31 +29,31 @@ struct BinaryConfigTests {
         ("LogLevel=info\n", 1),
     ])
     func checkInvalid(text: String, line: Int) throws {
-        let scened = try scenedExecutable()
-        let dir = try TempDir()
+        let scened = try Binaries.require(Binaries.scened)
+        let dir = TemporaryDirectory()
         defer { dir.remove() }
         try dir.write("etc/scened/scened.conf", "[Daemon]\nLogLevel=info\n")
         let bad = try dir.write("etc/scened/scened.conf.d/50-bad.conf", text)
-        let r = try runProgram(scened, ["--config-root", dir.path, "--check-config"])
+        let r = try run([scened, "--config-root", dir.path, "--check-config"])
         #expect(r.status == 1)
         #expect(r.stdout.isEmpty)
         #expect(r.stderr.hasPrefix("\(bad):\(line): "), "stderr: \(r.stderr)")
 
         // --config FILE: the same error, named by that file.
         let explicit = try dir.write("x/explicit.conf", text)
-        let e = try runProgram(scened, ["--config", explicit, "--check-config"])
+        let e = try run([scened, "--config", explicit, "--check-config"])
         #expect(e.status == 1)
         #expect(e.stderr.hasPrefix("\(explicit):\(line): "), "stderr: \(e.stderr)")
     }
 
     @Test("--dump-config prints the effective configuration, which reads back as the same settings")
     func dump() throws {
-        let scened = try scenedExecutable()
-        let dir = try TempDir()
+        let scened = try Binaries.require(Binaries.scened)
+        let dir = TemporaryDirectory()
         defer { dir.remove() }
         let main = try dir.write("etc/scened/scened.conf", "[Daemon]\nLogLevel=debug\n[Pressure]\nSources=psi\nMemoryBudget=512M\n")
         let dropIn = try dir.write("run/scened/scened.conf.d/10-x.conf", "[Reclaim]\nAgingSec=1h 30min\nSuspendEarly=no\n")
-        let r = try runProgram(scened, ["--config-root", dir.path, "--dump-config"])
+        let r = try run([scened, "--config-root", dir.path, "--dump-config"])
         #expect(r.status == 0, "stderr: \(r.stderr)")
         var lines = r.stdout.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.first.map(String.init) == "# Files: \(main) \(dropIn)")

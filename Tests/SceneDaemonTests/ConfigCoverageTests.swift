@@ -1,3 +1,4 @@
+import ScenedTestSupport
 import Testing
 @testable import SceneDaemon
 
@@ -39,7 +40,7 @@ private func documentedKeys(_ text: String) -> (keys: [DocumentedKey], sections:
 struct ConfigCoverageTests {
     @Test("every key appears as #Key=default in its section, and every documented key exists")
     func coverage() throws {
-        let text = try readText(shippedConfigPath)
+        let text = try readExistingTextFile(shippedConfigPath)
         let (documented, sections) = documentedKeys(text)
         let defaults = DaemonSettings()
 
@@ -63,8 +64,8 @@ struct ConfigCoverageTests {
 
     @Test("the shipped file as installed changes nothing, and uncommented it states the defaults")
     func shippedFileLoads() throws {
-        let text = try readText(shippedConfigPath)
-        let dir = try TempDir()
+        let text = try readExistingTextFile(shippedConfigPath)
+        let dir = TemporaryDirectory()
         defer { dir.remove() }
         let installed = try dir.write("usr/lib/scened/scened.conf", text)
         var loader = ConfigLoader()

@@ -1,9 +1,10 @@
+import ScenedTestSupport
 import Testing
 @testable import SceneDaemon
 import SceneCore
 
 /// A loader over a temporary `--config-root` tree.
-private func loader(_ dir: TempDir) -> ConfigLoader {
+private func loader(_ dir: TemporaryDirectory) -> ConfigLoader {
     var l = ConfigLoader()
     l.root = dir.path
     return l
@@ -22,7 +23,7 @@ private func loadError(_ l: ConfigLoader) -> ConfigError? {
 struct ConfigLoaderTests {
     @Test("no files: the defaults")
     func noFiles() throws {
-        let dir = try TempDir()
+        let dir = TemporaryDirectory()
         defer { dir.remove() }
         let result = try loader(dir).load()
         #expect(result.files.isEmpty)
@@ -32,7 +33,7 @@ struct ConfigLoaderTests {
 
     @Test("the main file comes from /etc, else /run, else /usr/local/lib, else /usr/lib")
     func mainFilePrecedence() throws {
-        let dir = try TempDir()
+        let dir = TemporaryDirectory()
         defer { dir.remove() }
         let levels = [("usr/lib", "debug"), ("usr/local/lib", "notice"), ("run", "warning"), ("etc", "err")]
         for (n, (prefix, level)) in levels.enumerated() {
@@ -47,7 +48,7 @@ struct ConfigLoaderTests {
 
     @Test("drop-ins from every scened.conf.d, in lexical order of name, /etc masking /run masking /usr/lib")
     func dropIns() throws {
-        let dir = try TempDir()
+        let dir = TemporaryDirectory()
         defer { dir.remove() }
         try dir.write("usr/lib/scened/scened.conf", "[Daemon]\nLogLevel=debug\nMaxConnections=10\n")
         try dir.write("usr/lib/scened/scened.conf.d/10-base.conf", "[Daemon]\nMaxConnections=20\n[Store]\nEventLogSize=200\n")
@@ -61,7 +62,7 @@ struct ConfigLoaderTests {
         // Not drop-ins: wrong suffix, hidden, a directory.
         try dir.write("etc/scened/scened.conf.d/99-ignored.conf.bak", "[Daemon]\nLogLevel=emerg\n")
         try dir.write("etc/scened/scened.conf.d/.hidden.conf", "[Daemon]\nLogLevel=emerg\n")
-        try dir.makeDirectories(dir.path + "/etc/scened/scened.conf.d/98-dir.conf")
+        try makeDirectories(dir.file("etc/scened/scened.conf.d/98-dir.conf"))
 
         let result = try loader(dir).load()
         #expect(result.files == [
@@ -83,7 +84,7 @@ struct ConfigLoaderTests {
 
     @Test("a drop-in linked to /dev/null masks the same name further down")
     func maskedDropIn() throws {
-        let dir = try TempDir()
+        let dir = TemporaryDirectory()
         defer { dir.remove() }
         try dir.write("usr/lib/scened/scened.conf.d/50-vendor.conf", "[Daemon]\nLogLevel=debug\n")
         try dir.write("usr/lib/scened/scened.conf.d/60-other.conf", "[Daemon]\nMaxConnections=60\n")
@@ -109,7 +110,7 @@ struct ConfigLoaderTests {
 
     @Test("--config FILE replaces the search; drop-ins come from FILE.d/")
     func explicitFile() throws {
-        let dir = try TempDir()
+        let dir = TemporaryDirectory()
         defer { dir.remove() }
         try dir.write("etc/scened/scened.conf", "[Daemon]\nLogLevel=err\n")
         try dir.write("etc/scened/scened.conf.d/10-x.conf", "[Daemon]\nMaxConnections=7\n")
@@ -143,7 +144,7 @@ struct ConfigLoaderTests {
         ("Reclaim", "DefaultRestoreCostSec", "1us"), ("Reclaim", "ArchivedMaxAgeSec", "forever"),
     ])
     func badValues(section: String, key: String, value: String) throws {
-        let dir = try TempDir()
+        let dir = TemporaryDirectory()
         defer { dir.remove() }
         try dir.write("etc/scened/scened.conf", "[Daemon]\nLogLevel=info\n")
         let path = try dir.write("run/scened/scened.conf.d/20-bad.conf", "# line 1\n[\(section)]\n\n\(key)=\(value)\n")
@@ -156,7 +157,7 @@ struct ConfigLoaderTests {
 
     @Test("syntax errors in a drop-in name that drop-in")
     func syntaxErrorInDropIn() throws {
-        let dir = try TempDir()
+        let dir = TemporaryDirectory()
         defer { dir.remove() }
         try dir.write("etc/scened/scened.conf", "[Daemon]\nLogLevel=info\n")
         let path = try dir.write("usr/lib/scened/scened.conf.d/10-x.conf", "[Daemon]\nLogLevel=info\nLogLevel debug\n")
@@ -165,7 +166,7 @@ struct ConfigLoaderTests {
 
     @Test("unknown keys and sections are warnings with file and line, not errors")
     func unknownKeys() throws {
-        let dir = try TempDir()
+        let dir = TemporaryDirectory()
         defer { dir.remove() }
         let path = try dir.write("etc/scened/scened.conf", """
         [Daemon]
@@ -189,7 +190,7 @@ struct ConfigLoaderTests {
 
     @Test("watermarks in the wrong order: the error is where the last of them was set")
     func watermarkOrder() throws {
-        let dir = try TempDir()
+        let dir = TemporaryDirectory()
         defer { dir.remove() }
         // Applied in this order: the /usr/lib main file, then /etc's drop-in. By path name
         // "/etc/..." sorts first, but it was applied last: it is the one to blame.
@@ -201,7 +202,7 @@ struct ConfigLoaderTests {
         #expect(error?.message == "watermarks must satisfy LowWatermark < HighWatermark <= CriticalWatermark")
 
         // Within one file the later line is blamed.
-        let other = try TempDir()
+        let other = TemporaryDirectory()
         defer { other.remove() }
         let main = try other.write("etc/scened/scened.conf", "[Pressure]\nCriticalWatermark=85%\nMemoryBudget=1G\nHighWatermark=90%\n")
         #expect(loadError(loader(other))?.description
@@ -215,7 +216,7 @@ struct ConfigLoaderTests {
 
     @Test("PSI stall thresholds longer than the window are refused where they were set")
     func psiStallLongerThanWindow() throws {
-        let dir = try TempDir()
+        let dir = TemporaryDirectory()
         defer { dir.remove() }
         let path = try dir.write("etc/scened/scened.conf", "[Pressure]\nPSIWindowSec=2s\nPSIWarningStallSec=3s\n")
         #expect(loadError(loader(dir))?.description
@@ -226,7 +227,7 @@ struct ConfigLoaderTests {
 
     @Test("Socket= empty means the default socket, as documented")
     func emptySocket() throws {
-        let dir = try TempDir()
+        let dir = TemporaryDirectory()
         defer { dir.remove() }
         try dir.write("etc/scened/scened.conf", "[Daemon]\nSocket=/run/x.sock\n")
         try dir.write("etc/scened/scened.conf.d/10.conf", "[Daemon]\nSocket=\n")
@@ -267,7 +268,7 @@ struct ConfigLoaderTests {
             settings.archivedMaxAge = 7 * 86_400_000_000
         }
         let text = ConfigLoader.dump(settings)
-        let dir = try TempDir()
+        let dir = TemporaryDirectory()
         defer { dir.remove() }
         let path = try dir.write("etc/scened/scened.conf", text)
         let result = try loader(dir).load()

@@ -1,3 +1,4 @@
+import ScenedTestSupport
 import Testing
 @testable import SceneDaemon
 import SceneCore
@@ -22,7 +23,7 @@ private struct Driver {
     mutating func connect(_ app: AppID, background: Bool = false) throws -> (SessionID, [LifecycleEvent]) {
         var effects: [Effect] = []
         let result = try engine.handle(.connect(ConnectRequest(app: app, background: background)), now: now, effects: &effects)
-        guard case .session(let id) = result else { throw HarnessError("connect returned \(result)") }
+        guard case .session(let id) = result else { throw TestFailure("connect returned \(result)") }
         return (id, effects.compactMap { if case .event(let e) = $0 { e } else { nil } })
     }
 
@@ -39,11 +40,11 @@ private let reclaimNote = ReclaimNote(level: "warning", usageBefore: 9 << 30, us
 /// Every MessageID constant, as the source declares them (so that a new one cannot escape the
 /// checks below by not being listed here).
 private func declaredMessageIDs() throws -> [(name: String, value: String)] {
-    let text = try readText(repositoryRoot + "/Sources/SceneDaemon/JournalEntries.swift")
+    let text = try readExistingTextFile(repositoryRoot + "/Sources/SceneDaemon/JournalEntries.swift")
     let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
     guard let start = lines.firstIndex(where: { $0.hasPrefix("enum MessageID {") }),
           let end = lines[start...].firstIndex(where: { $0 == "}" }) else {
-        throw HarnessError("no enum MessageID in JournalEntries.swift")
+        throw TestFailure("no enum MessageID in JournalEntries.swift")
     }
     var out: [(String, String)] = []
     for line in lines[(start + 1)..<end] {
@@ -296,7 +297,7 @@ struct JournalEntriesTests {
         }
         #expect(Set(listed).count == listed.count)
 
-        let catalog = try readText(repositoryRoot + "/systemd/scened.catalog")
+        let catalog = try readExistingTextFile(repositoryRoot + "/systemd/scened.catalog")
         let catalogIDs = catalog.split(separator: "\n").filter { $0.hasPrefix("-- ") }.map { String($0.dropFirst(3)) }
         for (name, id) in declared { #expect(catalogIDs.contains(id), "MessageID.\(name) (\(id)) has no catalog entry") }
         #expect(Set(catalogIDs) == Set(listed), "catalog entries without a MessageID: \(Set(catalogIDs).subtracting(listed))")

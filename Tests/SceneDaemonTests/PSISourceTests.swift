@@ -1,4 +1,5 @@
 import Glibc
+import ScenedTestSupport
 import Testing
 @testable import SceneDaemon
 import SceneCore
@@ -115,7 +116,7 @@ struct PSISourceTests {
 
     @Test("a fake pressure file is polled; stall growth raises the level, which drops after the hold")
     func fakeFilePolling() throws {
-        let dir = try TempDir()
+        let dir = TemporaryDirectory()
         defer { dir.remove() }
         var some: UInt64 = 1_000
         var full: UInt64 = 500
@@ -134,7 +135,7 @@ struct PSISourceTests {
 
         // Growth below the threshold within a window: still normal.
         some += 50_000
-        try writeText(path, pressureText(some: some, full: full))
+        try writeTextFile(path, pressureText(some: some, full: full))
         try spin(loop, seconds: 0.4)
         #expect(psi.level == .normal)
         #expect(changes.isEmpty)
@@ -142,7 +143,7 @@ struct PSISourceTests {
         // "some" grows by more than the warning stall: warning; it holds two windows past the
         // last growth seen, then drops.
         some += 150_000
-        try writeText(path, pressureText(some: some, full: full))
+        try writeTextFile(path, pressureText(some: some, full: full))
         #expect(try spin(loop, seconds: 1) { psi.level != .normal })
         #expect(psi.level == .warning)
         let rose = Clock.monotonic.now()
@@ -154,7 +155,7 @@ struct PSISourceTests {
         // "full" grows: critical, then back to normal.
         some += 150_000
         full += 150_000
-        try writeText(path, pressureText(some: some, full: full))
+        try writeTextFile(path, pressureText(some: some, full: full))
         #expect(try spin(loop, seconds: 1) { psi.level != .normal })
         #expect(psi.level == .critical)
         #expect(try spin(loop, seconds: 2) { psi.level == .normal })
@@ -162,9 +163,9 @@ struct PSISourceTests {
 
         // Counters that go backwards (the file was replaced) are a new history, not pressure
         // (and not an arithmetic overflow).
-        try writeText(path, pressureText(some: 10, full: 5))
+        try writeTextFile(path, pressureText(some: 10, full: 5))
         try spin(loop, seconds: 0.3)
-        try writeText(path, pressureText(some: 20, full: 5))
+        try writeTextFile(path, pressureText(some: 20, full: 5))
         try spin(loop, seconds: 0.2)
         #expect(psi.level == .normal)
         #expect(psi.mode == .polling)
@@ -173,7 +174,7 @@ struct PSISourceTests {
 
     @Test("a missing file: unavailable, and a retry succeeds once it appears")
     func missingFile() throws {
-        let dir = try TempDir()
+        let dir = TemporaryDirectory()
         defer { dir.remove() }
         let path = dir.path + "/memory.pressure"
         let loop = try EventLoop()
@@ -185,26 +186,26 @@ struct PSISourceTests {
         #expect(psi.mode == .unavailable(errnoText(ENOENT)))
         #expect(psi.level == .normal)
 
-        try writeText(path, pressureText(some: 0, full: 0))
+        try writeTextFile(path, pressureText(some: 0, full: 0))
         // The first retry comes a second after the start.
         #expect(try spin(loop, seconds: 3) { psi.mode != .unavailable(errnoText(ENOENT)) })
         #expect(psi.mode == .polling)
         // And it works: growth is seen.
         try spin(loop, seconds: 0.25)
-        try writeText(path, pressureText(some: 300_000, full: 0))
+        try writeTextFile(path, pressureText(some: 300_000, full: 0))
         #expect(try spin(loop, seconds: 1) { psi.level == .warning })
     }
 
     @Test("a source freed with its hold and retry timers armed leaves nothing to fire")
     func freedWithTimersArmed() throws {
-        let dir = try TempDir()
+        let dir = TemporaryDirectory()
         defer { dir.remove() }
         let path = try dir.write("memory.pressure", pressureText(some: 0, full: 0))
         let loop = try EventLoop()
         var held: PSISource? = PSISource(loop: loop, settings: fakeSettings(path))
         held!.start()
         try spin(loop, seconds: 0.25)
-        try writeText(path, pressureText(some: 300_000, full: 0))
+        try writeTextFile(path, pressureText(some: 300_000, full: 0))
         #expect(try spin(loop, seconds: 1) { held!.level == .warning })
         // Hold timer armed; a missing file's source has its retry timer armed.
         var retrying: PSISource? = PSISource(loop: loop, settings: fakeSettings(dir.path + "/absent"))

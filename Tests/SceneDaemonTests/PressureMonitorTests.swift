@@ -1,3 +1,4 @@
+import ScenedTestSupport
 import Testing
 @testable import SceneDaemon
 import SceneCore
@@ -33,7 +34,7 @@ struct PressureMonitorTests {
         #expect(monitor.sources(now: t0 + .seconds(11)).isEmpty)
 
         // A PSI source's level counts, as an external one.
-        let dir = try TempDir()
+        let dir = TemporaryDirectory()
         defer { dir.remove() }
         let path = try dir.write("memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
         let loop = try EventLoop()
@@ -44,7 +45,7 @@ struct PressureMonitorTests {
         #expect(monitor.sources(now: t0).map(\.detail) == ["\(path): polling"])
         let deadline = Clock.monotonic.now() + 250_000
         while Clock.monotonic.now() < deadline { try loop.runIteration(timeoutUSec: 10_000) }
-        try writeText(path, "some avg10=0.00 avg60=0.00 avg300=0.00 total=500000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+        try writeTextFile(path, "some avg10=0.00 avg60=0.00 avg300=0.00 total=500000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
         let limit = Clock.monotonic.now() + 1_000_000
         while monitor.level == .normal, Clock.monotonic.now() < limit { try loop.runIteration(timeoutUSec: 10_000) }
         #expect(monitor.level == .warning)

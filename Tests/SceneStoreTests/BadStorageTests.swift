@@ -1,4 +1,5 @@
 import Glibc
+import ScenedTestSupport
 import Testing
 import SceneCore
 @testable import SceneStore
@@ -76,7 +77,7 @@ import SceneCore
             let path = dir.file("\(name).db")
             writeBytes(path, bytes)
             expectRefusal(path, .notADatabase, ["not an SQLite database"])
-            #expect(readBytes(path) == bytes)
+            #expect(readWholeFile(path) == bytes)
             #expect(!fileExists(path + "-wal") && !fileExists(path + "-shm"))
         }
     }
@@ -86,9 +87,9 @@ import SceneCore
             let path = dir.file("scened.db")
             try makeDatabase(path)
             writeBytes(path, [0x03, 0xE8], at: 16)   // page size 1000
-            let before = readBytes(path)
+            let before = readWholeFile(path)
             expectRefusal(path, .corrupt, ["database header is damaged: page size 1000"])
-            let unchanged = readBytes(path) == before
+            let unchanged = readWholeFile(path) == before
             #expect(unchanged)
         }
     }
@@ -99,9 +100,9 @@ import SceneCore
             let plain = dir.file("plain.db")
             createEmptyFile(plain)
             try withConnection(plain) { db in try db.execute("CREATE TABLE t (x); INSERT INTO t VALUES (1);", "test") }
-            let before = readBytes(plain)
+            let before = readWholeFile(plain)
             expectRefusal(plain, .notADatabase, ["already holds tables but no scened schema version, not scened's"])
-            let unchanged = readBytes(plain) == before
+            let unchanged = readWholeFile(plain) == before
             #expect(unchanged)
 
             // Another application's, by its application_id.
@@ -123,7 +124,7 @@ import SceneCore
             let leaves = try pages(of: "sessions", path)
             #expect(leaves.count > 10)
             damagePage(leaves[leaves.count / 2], path)
-            let before = readBytes(path)
+            let before = readWholeFile(path)
 
             // Open is cheap and does not read the middle of the sessions table; load reads it all.
             let store = try SceneStore(path: path, durability: .full)
@@ -138,7 +139,7 @@ import SceneCore
                 #expect(error.kind == .corrupt)
             }
             store.close()
-            let unchanged = readBytes(path) == before
+            let unchanged = readWholeFile(path) == before
             #expect(unchanged)
         }
     }
@@ -187,13 +188,13 @@ import SceneCore
             let path = dir.file("scened.db")
             try makeDatabase(path)
             try withConnection(path) { db in try db.execute("PRAGMA user_version = 99", "test") }
-            let before = readBytes(path)
+            let before = readWholeFile(path)
             let current = SceneStore.schemaVersion
             let error = expectRefusal(path, .newerSchema(found: 99, supported: current),
                                       ["newer scened", "schema version 99", "up to \(current)"])
             #expect(error?.description == "\(path): written by a newer scened: schema version 99, this scened "
                         + "supports versions up to \(current); refusing to open it")
-            let unchanged = readBytes(path) == before
+            let unchanged = readWholeFile(path) == before
             #expect(unchanged)
         }
     }
@@ -208,7 +209,7 @@ import SceneCore
             mkdir(dir.file("adirectory.db"), 0o755)
             expectRefusal(dir.file("adirectory.db"), .cantOpen, ["Is a directory (EISDIR)"])
             expectRefusal("", .cantOpen, ["empty database path"])
-            #expect(readBytes(dir.file("plainfile")) == [1, 2, 3])
+            #expect(readWholeFile(dir.file("plainfile")) == [1, 2, 3])
         }
     }
 
@@ -242,11 +243,11 @@ import SceneCore
         try withTemporaryDirectory { dir in
             let path = dir.file("scened.db")
             try makeDatabase(path)
-            let before = readBytes(path)
+            let before = readWholeFile(path)
             #expect(setImmutable(path, true))
             expectRefusal(path, .notWritable, ["opening for writing", "EPERM"])
             setImmutable(path, false)
-            let unchanged = readBytes(path) == before
+            let unchanged = readWholeFile(path) == before
             #expect(unchanged)
 
             let locked = dir.file("locked")
@@ -265,7 +266,7 @@ import SceneCore
             mkdir(mountPoint, 0o755)
             let path = mountPoint + "/scened.db"
             try makeDatabase(path)
-            let before = readBytes(path)
+            let before = readWholeFile(path)
             let outcome = inPrivateMountNamespace { () -> (String?, StoreError?, StoreError?) in
                 guard makeReadOnly(mountPoint) else { return ("bind mount failed: errno \(errno)", nil, nil) }
                 var existing: StoreError?
@@ -281,7 +282,7 @@ import SceneCore
                         + "and -shm files): Read-only file system (EROFS)")
             #expect(new?.kind == .notWritable)
             #expect(new?.description.hasPrefix(mountPoint + "/new.db: ") == true)
-            let unchanged = readBytes(path) == before
+            let unchanged = readWholeFile(path) == before
             #expect(unchanged)
             #expect(!fileExists(mountPoint + "/new.db"))
         }

@@ -1,3 +1,4 @@
+import ScenedTestSupport
 import Testing
 import SceneCore
 @testable import SceneStore
@@ -8,7 +9,7 @@ import SceneCore
 @Suite struct CrashImageTests {
     func copyFiles(from source: String, to target: String, withSharedMemory: Bool) {
         for suffix in ["", "-wal"] + (withSharedMemory ? ["-shm"] : []) {
-            if let bytes = readBytes(source + suffix) { writeBytes(target + suffix, bytes) }
+            if let bytes = readWholeFile(source + suffix) { writeBytes(target + suffix, bytes) }
         }
     }
 
@@ -20,7 +21,7 @@ import SceneCore
             let store = try SceneStore(path: live, durability: durability)
             var driver = Driver(store: store)
             try driveEverything(&driver)
-            #expect((readBytes(live + "-wal")?.count ?? 0) > 0, "the commits are still in the WAL, not checkpointed")
+            #expect((readWholeFile(live + "-wal")?.count ?? 0) > 0, "the commits are still in the WAL, not checkpointed")
             copyFiles(from: live, to: image, withSharedMemory: withSharedMemory)
 
             let recovered = try SceneStore(path: image, durability: durability)
@@ -42,7 +43,7 @@ import SceneCore
             let acknowledged = driver.engine.snapshot
             // Bigger than the page cache, so SQLite spills pages of it into the WAL before it fails:
             // frames without a commit record, which recovery must ignore.
-            let walBefore = readBytes(live + "-wal")?.count ?? 0
+            let walBefore = readWholeFile(live + "-wal")?.count ?? 0
             let big = (1_000...90_000).map { n in
                 SceneSession(id: SessionID(UInt64(n)), app: mail, role: .windowApplication, configurationName: "Spill",
                              userInfo: UserInfo(json: #"{"pad":"\#(String(repeating: "p", count: 200))"}"#),
@@ -51,7 +52,7 @@ import SceneCore
                              backgroundSince: at(0), activations: 0, restores: 0, restoreCostMs: 0, isProtected: false)
             }
             #expect(throws: StoreError.self) { try store.commit(StoreBatch(sessions: big)) }
-            #expect((readBytes(live + "-wal")?.count ?? 0) > walBefore + (1 << 20), "uncommitted frames reached the WAL")
+            #expect((readWholeFile(live + "-wal")?.count ?? 0) > walBefore + (1 << 20), "uncommitted frames reached the WAL")
             copyFiles(from: live, to: dir.file("image.db"), withSharedMemory: false)
             let recovered = try SceneStore(path: dir.file("image.db"), durability: .full)
             expectStoredState(try recovered.load(), equals: acknowledged)

@@ -1,3 +1,4 @@
+import ScenedTestSupport
 import Testing
 import SceneCore
 @testable import SceneStore
@@ -212,7 +213,7 @@ import SceneCore
             let path = dir.file("scened.db")
             // Something in the way of version 2: a table of the name it creates.
             try makeVersion1(path, extra: "CREATE TABLE configurations (x);")
-            let before = readBytes(path)
+            let before = readWholeFile(path)
             let error = try #require(throws: StoreError.self) { try SceneStore(path: path, durability: .full) }
             #expect(error.description.hasPrefix(path + ": migrating the schema from version 1 to 2: "))
             #expect(error.description.contains("configurations already exists"))
@@ -223,7 +224,7 @@ import SceneCore
                 #expect(try db.texts("PRAGMA integrity_check", "test") == ["ok"])
             }
             // Same content: the rolled-back transaction only ever reached the WAL.
-            let unchanged = readBytes(path) == before
+            let unchanged = readWholeFile(path) == before
             #expect(unchanged)
         }
     }

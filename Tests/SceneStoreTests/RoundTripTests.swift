@@ -1,3 +1,4 @@
+import ScenedTestSupport
 import Testing
 import SceneCore
 @testable import SceneStore

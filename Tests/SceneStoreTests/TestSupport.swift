@@ -1,69 +1,13 @@
 import Glibc
 import SceneCore
 @testable import SceneStore
-
-/// A fresh directory under /tmp for one test, removed with everything in it afterwards.
-struct TemporaryDirectory {
-    let path: String
-
-    init() {
-        var template = Array("/tmp/scenestore-test-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        precondition(made != nil, "mkdtemp failed: errno \(errno)")
-        path = String(cString: template.withUnsafeBufferPointer { $0.baseAddress! })
-    }
-
-    func file(_ name: String) -> String { "\(path)/\(name)" }
-
-    func remove() { removeTree(path) }
-}
+import ScenedTestSupport
 
 /// Runs `body` with a new temporary directory and removes it afterwards, whatever happens.
 func withTemporaryDirectory<T>(_ body: (TemporaryDirectory) throws -> T) rethrows -> T {
-    let dir = TemporaryDirectory()
+    let dir = TemporaryDirectory(prefix: "scenestore-test")
     defer { dir.remove() }
     return try body(dir)
-}
-
-/// rm -rf, clearing the immutable attribute a test may have set.
-func removeTree(_ path: String) {
-    setImmutable(path, false)
-    var st = stat()
-    guard lstat(path, &st) == 0 else { return }
-    if (st.st_mode & S_IFMT) == S_IFDIR {
-        if let d = opendir(path) {
-            var names: [String] = []
-            while let entry = readdir(d) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                    String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
-                }
-                if name != "." && name != ".." { names.append(name) }
-            }
-            closedir(d)
-            for name in names { removeTree("\(path)/\(name)") }
-        }
-        rmdir(path)
-    } else {
-        unlink(path)
-    }
-}
-
-func fileExists(_ path: String) -> Bool {
-    var st = stat()
-    return lstat(path, &st) == 0
-}
-
-func readBytes(_ path: String) -> [UInt8]? {
-    let fd = open(path, O_RDONLY)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var out: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, 65536) }
-        if n <= 0 { return out }
-        out.append(contentsOf: buffer[0..<n])
-    }
 }
 
 func writeBytes(_ path: String, _ bytes: [UInt8], at offset: Int? = nil) {
@@ -75,22 +19,6 @@ func writeBytes(_ path: String, _ bytes: [UInt8], at offset: Int? = nil) {
 }
 
 // MARK: - Immutable files (chattr +i), which stop root too
-
-private let fsIocGetFlags: UInt = 0x8008_6601
-private let fsIocSetFlags: UInt = 0x4008_6602
-private let fsImmutableFlag = 0x10
-
-/// Sets or clears the immutable attribute; false when the file system does not support it.
-@discardableResult
-func setImmutable(_ path: String, _ on: Bool) -> Bool {
-    let fd = open(path, O_RDONLY | O_NONBLOCK)
-    guard fd >= 0 else { return false }
-    defer { close(fd) }
-    var flags = 0
-    guard ioctl(fd, fsIocGetFlags, &flags) == 0 else { return false }
-    flags = on ? flags | fsImmutableFlag : flags & ~fsImmutableFlag
-    return ioctl(fd, fsIocSetFlags, &flags) == 0
-}
 
 /// Whether this process may make files immutable here (root on ext4, xfs, btrfs, tmpfs ≥ 6.0).
 let canMakeImmutable: Bool = {

@@ -1,5 +1,6 @@
 import Glibc
 @testable import SystemdKit
+import ScenedTestSupport
 import Testing
 
 extension ProcessGlobalStateTests {

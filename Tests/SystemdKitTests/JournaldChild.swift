@@ -1,4 +1,5 @@
 import Glibc
+import ScenedTestSupport
 import SystemdKit
 import Testing
 
@@ -194,7 +195,7 @@ import Testing
         try all.addMatch(run.description)
         #expect(try awaitEntries(all, count: 1) == ["on disk"])
 
-        let machineID = try #require(readFile("/etc/machine-id")).filter { !$0.isWhitespace }
+        let machineID = try readExistingTextFile("/etc/machine-id").filter { !$0.isWhitespace }
         let directory = "/run/log/journal/" + machineID
         let byDirectory = try JournalReader(directory: directory)
         try byDirectory.addMatch(run.description)

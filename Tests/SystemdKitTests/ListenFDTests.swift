@@ -1,4 +1,5 @@
 import Glibc
+import ScenedTestSupport
 import SystemdKit
 import Testing
 
@@ -18,8 +19,8 @@ extension ProcessGlobalStateTests {
             for index in 0..<count { arguments += ["-l", directory.file("socket\(index)")] }
             if let fdNames { arguments.append("--fdname=\(fdNames)") }
             arguments += ["-E", "SYSTEMDKIT_CHILD_ROLE=listen-fds"]
-            arguments += thisTestBinary(filter: "ListenFDChild")
-            let child = try ChildProcess(arguments)
+            arguments += Binaries.thisTestBinary(filter: "ListenFDChild")
+            let child = try ChildProcess(arguments, directory: directory.path, label: "activator")
 
             // The activator execs the binary on the first connection.
             var connection: Int32 = -1
@@ -39,8 +40,8 @@ extension ProcessGlobalStateTests {
                 if n > 0 { reply = String(decoding: buffer[..<n], as: UTF8.self) }
                 close(connection)
             }
-            let (status, output) = child.wait(timeoutSeconds: 30)
-            #expect(status == 0, "activated test binary failed:\n\(output.suffix(3000))")
+            let status = child.finish(within: 30)
+            #expect(status == 0, "activated test binary failed:\n\((child.stdout + child.stderr).suffix(3000))")
             return reply
         }
 

@@ -1,11 +1,13 @@
 import Glibc
+import ScenedTestSupport
 import SystemdKit
 import Testing
 
 extension ProcessGlobalStateTests {
     @Suite struct NotifyTests {
         @Test func sendsTheStateAsOneDatagram() throws {
-            let listener = NotifyListener()
+            let listener = try NotifyListener()
+            defer { listener.close() }
             try withEnvironment(["NOTIFY_SOCKET": listener.path]) {
                 #expect(ServiceManager.notify("READY=1\nSTATUS=x") > 0)
                 let message = try #require(listener.receive())
@@ -21,8 +23,9 @@ extension ProcessGlobalStateTests {
             }
         }
 
-        @Test func canUnsetTheEnvironment() {
-            let listener = NotifyListener()
+        @Test func canUnsetTheEnvironment() throws {
+            let listener = try NotifyListener()
+            defer { listener.close() }
             withEnvironment(["NOTIFY_SOCKET": listener.path]) {
                 #expect(ServiceManager.notify("STOPPING=1", unsetEnvironment: true) > 0)
                 #expect(getenv("NOTIFY_SOCKET") == nil)
@@ -37,7 +40,8 @@ extension ProcessGlobalStateTests {
         }
 
         @Test func passesFileDescriptorsForTheFDStore() throws {
-            let listener = NotifyListener()
+            let listener = try NotifyListener()
+            defer { listener.close() }
             var fds: [Int32] = [-1, -1]
             #expect(pipe(&fds) == 0)
             defer { close(fds[0]); close(fds[1]) }
@@ -75,7 +79,8 @@ extension ProcessGlobalStateTests {
         }
 
         @Test func runningLoopSendsWatchdogPings() throws {
-            let listener = NotifyListener()
+            let listener = try NotifyListener()
+            defer { listener.close() }
             try withEnvironment([
                 "NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "200000", "WATCHDOG_PID": String(getpid()),
             ]) {
@@ -97,7 +102,8 @@ extension ProcessGlobalStateTests {
         }
 
         @Test func noPingsWhenTheWatchdogIsForAnotherProcess() throws {
-            let listener = NotifyListener()
+            let listener = try NotifyListener()
+            defer { listener.close() }
             try withEnvironment(["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "200000", "WATCHDOG_PID": "1"]) {
                 let loop = try EventLoop()
                 #expect(loop.enableWatchdog() == false)

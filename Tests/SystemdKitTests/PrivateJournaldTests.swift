@@ -1,4 +1,5 @@
 import Glibc
+import ScenedTestSupport
 import SystemdKit
 import Testing
 
@@ -37,15 +38,15 @@ extension ProcessGlobalStateTests {
             let marker = directory.file("finished")
             let arguments = [Self.unshare, "--mount", "--propagation", "private", "--pid", "--fork",
                              "--kill-child", "--mount-proc", "/bin/sh", "-c", Self.script, "sh"]
-                + thisTestBinary(filter: "JournaldChild")
+                + Binaries.thisTestBinary(filter: "JournaldChild")
             let child = try ChildProcess(arguments, environment: [
                 "SYSTEMDKIT_CHILD_ROLE": role,
                 "SYSTEMDKIT_CHILD_MARKER": marker,
                 "SYSTEMDKIT_START_JOURNALD": startJournald ? "1" : "0",
-            ])
-            let (status, output) = child.wait(timeoutSeconds: 60)
-            #expect(status == 0, "child tests in a private namespace failed:\n\(output.suffix(6000))")
-            let finished = (readFile(marker) ?? "").split(separator: "\n").map(String.init)
+            ], directory: directory.path, label: "child")
+            let status = child.finish(within: 60)
+            #expect(status == 0, "child tests in a private namespace failed:\n\((child.stdout + child.stderr).suffix(6000))")
+            let finished = readTextFile(marker).split(separator: "\n").map(String.init)
             return Set(finished)
         }
 

@@ -2,6 +2,9 @@ import Glibc
 import SystemdKit
 import Testing
 
+/// The role a re-executed test binary plays, from SYSTEMDKIT_CHILD_ROLE; nil in a normal run.
+let childRole: String? = getenv("SYSTEMDKIT_CHILD_ROLE").map { String(cString: $0) }
+
 /// Exit code the safety timers use, so a stuck loop fails the test instead of hanging it.
 let stuckExitCode: Int32 = 99
 
@@ -51,50 +54,6 @@ func readAvailable(_ fd: Int32) -> String {
         result += buffer[..<n]
     }
     return String(decoding: result, as: UTF8.self)
-}
-
-/// A fresh private directory under /tmp, removed (with its files) by `remove()`.
-struct TemporaryDirectory {
-    let path: String
-
-    init() {
-        var template = Array("/tmp/systemdkit-test-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        precondition(made != nil, "mkdtemp failed: \(errno)")
-        path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-    }
-
-    func file(_ name: String) -> String { path + "/" + name }
-
-    func remove() {
-        if let dir = opendir(path) {
-            while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                    String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
-                }
-                if name != "." && name != ".." { unlink(file(name)) }
-            }
-            closedir(dir)
-        }
-        rmdir(path)
-    }
-}
-
-/// Fills a sockaddr_un for `path` and calls `body` with it as a generic sockaddr.
-func withUnixAddress<R>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    let bytes = Array(path.utf8)
-    precondition(bytes.count < MemoryLayout.size(ofValue: address.sun_path), "socket path too long")
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-        raw.copyBytes(from: bytes)
-        raw[bytes.count] = 0
-    }
-    return withUnsafePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            body($0, socklen_t(MemoryLayout<sockaddr_un>.size))
-        }
-    }
 }
 
 /// Sets environment variables for the duration of `body` and restores the previous values.

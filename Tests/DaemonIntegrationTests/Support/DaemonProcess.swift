@@ -1,11 +1,12 @@
 import Glibc
+import ScenedTestSupport
 import Varlink
 
 /// One test's private directory: the socket, the state directory, the configuration file, the
 /// notify socket and the daemon's logs. Outlives daemon restarts (persistence tests); removed
 /// when released.
 final class Workspace {
-    let directory = TemporaryDirectory()
+    let directory = TemporaryDirectory(prefix: "scened-it")
     var path: String { directory.path }
     var socketPath: String { directory.file("io.scened.Manager") }
     var stateDirectory: String { directory.file("state") }
@@ -62,45 +63,17 @@ final class DaemonProcess {
         try Binaries.require(Binaries.scened)
         self.workspace = workspace
         label = workspace.nextLabel()
-        let notifyPath = workspace.directory.file("\(label).notify")
-        notify = withNotify ? try NotifyListener(path: notifyPath) : nil
-        var env: [String: String?] = [
-            "NOTIFY_SOCKET": withNotify ? notifyPath : nil,
-            "LISTEN_FDS": nil, "LISTEN_PID": nil, "LISTEN_FDNAMES": nil,
-            "WATCHDOG_USEC": nil, "WATCHDOG_PID": nil,
-            "SCENED_SOCKET": nil,
-        ]
-        for (k, v) in environment { env[k] = v }
-        child = try ChildProcess(
+        (child, notify) = try ScenedLaunch.spawn(
             [Binaries.scened, "--socket", workspace.socketPath, "--state-dir", workspace.stateDirectory,
              "--config", workspace.configPath] + extraArguments,
-            environment: env, directory: workspace.path, label: label)
-        try waitReady(timeout: readyTimeout)
+            notifyPath: withNotify ? workspace.directory.file("\(label).notify") : nil, environment: environment,
+            directory: workspace.path, label: label)
+        try ScenedLaunch.waitReady(child, notify: notify, socketPath: workspace.socketPath, timeout: readyTimeout)
     }
 
     deinit {
         child.killNow()
         notify?.close()
-    }
-
-    private func waitReady(timeout: Double) throws {
-        let deadline = Deadline(seconds: timeout)
-        while !deadline.hasPassed {
-            if let notify {
-                if notify.wait(for: "READY=1", seconds: 0.05) != nil { return }
-            } else {
-                if let client = try? VarlinkClient(path: socketPath, timeout: .seconds(5)),
-                   (try? client.call("org.varlink.service.GetInfo")) != nil {
-                    return
-                }
-                sleepMilliseconds(20)
-            }
-            if !child.isRunning {
-                throw TestFailure("scened exited during start-up (\(child.outcome)); stderr:\n\(stderr)")
-            }
-        }
-        child.killNow()
-        throw TestFailure("scened did not become ready within \(timeout) s; stderr:\n\(stderr)")
     }
 
     var stderr: String { child.stderr }
@@ -120,16 +93,9 @@ final class DaemonProcess {
     /// notify socket, STOPPING=1.
     func stop(_ signo: Int32 = SIGTERM, timeout: Double = 15) throws {
         let before = notify?.messages.count ?? 0
-        child.signal(signo)
-        guard child.wait(seconds: timeout) else {
-            child.killNow()
-            throw TestFailure("scened did not exit within \(timeout) s of signal \(signo); stderr:\n\(stderr)")
-        }
-        guard child.exitStatus == 0 else {
-            throw TestFailure("scened ended with \(child.outcome) after signal \(signo), expected exit 0; stderr:\n\(stderr)")
-        }
+        try ScenedLaunch.stop(child, signal: signo, timeout: timeout)
         if let notify {
-            // Sent before the exit; the reader thread may not have picked it up yet.
+            // Sent before the exit, so already queued on the socket; the wait is only a margin.
             guard notify.wait(for: "STOPPING=1", seconds: 5, after: before) != nil else {
                 throw TestFailure("no STOPPING=1 after signal \(signo); datagrams: \(notify.messages)")
             }

@@ -1,4 +1,5 @@
 import SceneCore
+import ScenedTestSupport
 import Varlink
 
 /// A Monitor subscription (more=true) that collects events and checks every one of them with

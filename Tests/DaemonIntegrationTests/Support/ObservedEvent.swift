@@ -1,4 +1,5 @@
 import SceneCore
+import ScenedTestSupport
 import Varlink
 
 /// What a scenario expects of one event: its name, session and state (the state after it).

@@ -1,4 +1,5 @@
 import Glibc
+import ScenedTestSupport
 import Varlink
 
 /// A bare AF_UNIX stream connection for protocol tests: sends exactly the bytes it is given,

@@ -1,4 +1,5 @@
 import SceneCore
+import ScenedTestSupport
 import Varlink
 
 /// One scenario: a private daemon, a Monitor subscription opened before anything happens, and

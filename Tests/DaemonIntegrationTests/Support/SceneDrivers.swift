@@ -1,3 +1,4 @@
+import ScenedTestSupport
 import Varlink
 
 /// Drives the daemon's lifecycle commands. Each command returns the daemon's reply (its

@@ -1,3 +1,4 @@
+import ScenedTestSupport
 import Varlink
 
 /// The crash test's model of one client's world. Each client has apps of its own, so nothing

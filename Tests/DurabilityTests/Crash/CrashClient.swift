@@ -1,4 +1,5 @@
 import Glibc
+import ScenedTestSupport
 import Synchronization
 import Varlink
 
@@ -10,7 +11,7 @@ import Varlink
 final class CrashClient: @unchecked Sendable {
     let index: Int
     let appNames: [String]
-    private var rng: SeededRandom
+    private var rng: SplitMix64
     /// The state the acknowledged replies describe.
     private(set) var acked = ClientState()
     /// Sent, not (yet) answered, in order.
@@ -43,7 +44,7 @@ final class CrashClient: @unchecked Sendable {
 
     init(index: Int, seed: UInt64, apps: Int = 3) {
         self.index = index
-        rng = SeededRandom(seed: seed)
+        rng = SplitMix64(seed: seed)
         appNames = (0..<apps).map { "\(Self.appPrefix(index))a\($0)" }
     }
 
@@ -109,7 +110,7 @@ final class CrashClient: @unchecked Sendable {
         nextNumber += 1
         let known = state.sessions.keys.filter { $0 < ClientState.placeholderBase }.sorted()
         let tokens = state.tasks.keys.filter { $0 < ClientState.placeholderBase }.sorted()
-        let pick = { (rng: inout SeededRandom) in known[rng.below(known.count)] }
+        let pick = { (rng: inout SplitMix64) in known[rng.below(known.count)] }
         let r = rng.below(100)
         let op: Operation
         if known.isEmpty || (r < 14 && state.sessions.count < 20) {

@@ -1,3 +1,4 @@
+import ScenedTestSupport
 import Varlink
 
 /// The crash test's checks of a database image taken after a kill, and of the daemon restarted

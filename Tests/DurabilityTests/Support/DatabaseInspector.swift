@@ -1,4 +1,5 @@
 import Glibc
+import ScenedTestSupport
 import Varlink
 
 /// Reads a scened database from outside the daemon, with python3's sqlite3 module (the tests
@@ -10,7 +11,7 @@ struct DatabaseInspector {
 
     /// Writes the helper script into `directory`.
     init(directory: String) throws {
-        python = try Tools.require("python3", for: "reading the database from outside scened (sqlite3 module)")
+        python = try SystemTools.require("python3", for: "reading the database from outside scened (sqlite3 module)")
         self.directory = directory
         scriptPath = directory + "/inspect_db.py"
         try writeTextFile(scriptPath, Self.script)

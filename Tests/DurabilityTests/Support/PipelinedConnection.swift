@@ -1,4 +1,5 @@
 import Glibc
+import ScenedTestSupport
 
 /// A non-blocking Varlink connection that keeps several calls in flight: the caller queues
 /// encoded calls, sends what the socket takes, and collects NUL-terminated replies as they

@@ -1,10 +1,11 @@
 import Glibc
+import ScenedTestSupport
 import Varlink
 
 /// One test's directory: the socket, the state directory, the configuration file, the notify
 /// sockets and the daemons' logs. Outlives daemon restarts; removed when released.
 final class DaemonWorkspace {
-    let directory = TemporaryDirectory()
+    let directory = TemporaryDirectory(prefix: "scened-dur")
     var path: String { directory.path }
     var socketPath: String { directory.file("io.scened.Manager") }
     var stateDirectory: String { directory.file("state") }
@@ -59,31 +60,17 @@ final class DaemonWorkspace {
     func spawn(wrapper: [String] = [], stateDirectory: StateDirectoryOption = .workspace,
                environment: [String: String?] = [:],
                withNotify: Bool = true, socketPath: String? = nil) throws -> Scened {
-        try Tools.requireScened()
+        try Binaries.require(Binaries.scened)
         let label = nextLabel()
-        let notifyPath = directory.file("\(label).notify")
-        let notify = withNotify ? try NotifyListener(path: notifyPath) : nil
-        var env: [String: String?] = [
-            "NOTIFY_SOCKET": withNotify ? notifyPath : nil,
-            "LISTEN_FDS": nil, "LISTEN_PID": nil, "LISTEN_FDNAMES": nil,
-            "WATCHDOG_USEC": nil, "WATCHDOG_PID": nil,
-            "SCENED_SOCKET": nil, "STATE_DIRECTORY": nil,
-        ]
-        for (k, v) in environment { env[k] = v }
         let socket = socketPath ?? self.socketPath
-        var arguments = wrapper + [Tools.scened, "--socket", socket, "--config", configPath]
+        var arguments = wrapper + [Binaries.scened, "--socket", socket, "--config", configPath]
         switch stateDirectory {
         case .workspace: arguments += ["--state-dir", self.stateDirectory]
         case .path(let dir): arguments += ["--state-dir", dir]
         case .omitted: break
         }
-        let child: ChildProcess
-        do {
-            child = try ChildProcess(arguments, environment: env, directory: path, label: label)
-        } catch {
-            notify?.close()
-            throw error
-        }
+        let (child, notify) = try ScenedLaunch.spawn(arguments, notifyPath: withNotify ? directory.file("\(label).notify") : nil,
+                                                     environment: environment, directory: path, label: label)
         return Scened(child: child, notify: notify, socketPath: socket, label: label)
     }
 
@@ -122,23 +109,7 @@ final class Scened {
 
     /// Waits for READY=1 on the notify socket.
     func waitReady(timeout: Double = 20) throws {
-        let deadline = Deadline(seconds: timeout)
-        while !deadline.hasPassed {
-            if let notify {
-                if notify.wait(for: "READY=1", seconds: 0.02) != nil { return }
-            } else {
-                if let client = try? VarlinkClient(path: socketPath, timeout: .seconds(5)),
-                   (try? client.call("org.varlink.service.GetInfo")) != nil {
-                    return
-                }
-                sleepMilliseconds(10)
-            }
-            if !child.isRunning {
-                throw TestFailure("scened exited during start-up (\(child.outcome)); stderr:\n\(stderr)")
-            }
-        }
-        child.killNow()
-        throw TestFailure("scened did not become ready within \(timeout) s; stderr:\n\(stderr)")
+        try ScenedLaunch.waitReady(child, notify: notify, socketPath: socketPath, timeout: timeout)
     }
 
     /// Waits for the daemon to exit by itself; returns its exit status. Fails if it is still
@@ -159,14 +130,7 @@ final class Scened {
 
     /// SIGTERM, expecting a clean exit 0.
     func stop(timeout: Double = 15) throws {
-        child.signal(SIGTERM)
-        guard child.wait(seconds: timeout) else {
-            child.killNow()
-            throw TestFailure("scened did not exit within \(timeout) s of SIGTERM; stderr:\n\(stderr)")
-        }
-        guard child.exitStatus == 0 else {
-            throw TestFailure("scened ended with \(child.outcome) after SIGTERM, expected exit 0; stderr:\n\(stderr)")
-        }
+        try ScenedLaunch.stop(child, signal: SIGTERM, timeout: timeout)
     }
 
     func client(timeout: Duration = .seconds(20)) throws -> VarlinkClient {

@@ -1,3 +1,4 @@
+import ScenedTestSupport
 import Testing
 
 /// What a refused start-up must look like: a non-zero exit, stderr naming the database file and

@@ -1,30 +1,38 @@
 import Glibc
 
 /// A program started with posix_spawn: stdout and stderr go to files in `directory` (read them
-/// at any time, also while it runs), stdin is /dev/null or a file. Reaped by pid only, so that
-/// concurrent tests never reap each other's children. Killed (SIGKILL) when released unreaped.
-final class ChildProcess {
-    let pid: pid_t
-    let arguments: [String]
-    let stdoutPath: String
-    let stderrPath: String
-    private(set) var exitStatus: Int32?
+/// at any time, also while it runs) or stdout to a pipe, stdin is /dev/null or a file. It
+/// starts with a clean signal mask and default dispositions, whatever the test runner set.
+/// Reaped by pid only, so that concurrent tests never reap each other's children. Killed
+/// (SIGKILL) when released unreaped.
+public final class ChildProcess {
+    public let pid: pid_t
+    public let arguments: [String]
+    public let stdoutPath: String
+    public let stderrPath: String
+    public private(set) var exitStatus: Int32?
     /// The signal that ended it, if one did.
-    private(set) var terminatingSignal: Int32?
-    /// The read end of stdout when it is a pipe, else -1.
-    let stdoutReadFD: Int32
+    public private(set) var terminatingSignal: Int32?
+    /// The read end of stdout when it is a pipe (until `closeStdout()`), else -1.
+    public private(set) var stdoutReadFD: Int32
+    private let stdoutIsPipe: Bool
+    /// Everything read from the stdout pipe so far.
     private var piped: [UInt8] = []
+    /// Where the next `readLine` starts in `piped`.
+    private var lineStart = 0
 
     /// - Parameters:
     ///   - environment: added to (or replacing in) the test runner's environment; a nil value
     ///     removes the variable.
-    ///   - directory: where stdout/stderr files are created (named after `label`).
-    init(_ arguments: [String], environment: [String: String?] = [:], directory: String, label: String,
-         stdinPath: String? = nil, stdoutPipe: Bool = false) throws {
+    ///   - directory: where the stdout/stderr files are created (named after `label`).
+    ///   - stdoutPipe: stdout goes to a pipe, read with `readPipe`/`readLine`, instead of a file.
+    public init(_ arguments: [String], environment: [String: String?] = [:], directory: String, label: String,
+                stdinPath: String? = nil, stdoutPipe: Bool = false) throws {
         _ = ignoreSIGPIPE
         self.arguments = arguments
         stdoutPath = directory + "/\(label).stdout"
         stderrPath = directory + "/\(label).stderr"
+        stdoutIsPipe = stdoutPipe
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -33,7 +41,7 @@ final class ChildProcess {
         var pipeEnds: [Int32] = [-1, -1]
         if stdoutPipe {
             // pipe2 is hidden behind _GNU_SOURCE: set close-on-exec right after.
-            guard pipe(&pipeEnds) == 0 else { throw TestFailure("pipe failed: \(errno)") }
+            guard pipe(&pipeEnds) == 0 else { throw TestFailure("pipe failed: \(errnoText())") }
             for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
             // dup2 clears close-on-exec on the child's copy only.
             posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
@@ -76,28 +84,24 @@ final class ChildProcess {
         let rc = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, envp)
         guard rc == 0 else {
             if stdoutReadFD >= 0 { close(stdoutReadFD) }
-            throw TestFailure("cannot start \(arguments[0]): \(String(cString: strerror(rc)))")
+            throw TestFailure("cannot start \(arguments[0]): \(errnoText(rc))")
         }
         self.pid = pid
     }
 
     deinit {
         if stdoutReadFD >= 0 { close(stdoutReadFD) }
-        if exitStatus == nil && terminatingSignal == nil {
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
-        }
+        killNow()
     }
 
-    var isRunning: Bool {
+    public var isRunning: Bool {
         _ = poll()
         return exitStatus == nil && terminatingSignal == nil
     }
 
     /// Reaps the child if it has exited; true once it has.
     @discardableResult
-    func poll() -> Bool {
+    public func poll() -> Bool {
         if exitStatus != nil || terminatingSignal != nil { return true }
         var status: Int32 = 0
         let r = waitpid(pid, &status, WNOHANG)
@@ -107,6 +111,7 @@ final class ChildProcess {
     }
 
     private func record(_ status: Int32) {
+        // WIFEXITED / WEXITSTATUS / WTERMSIG spelled out: the macros are not imported.
         if status & 0x7f == 0 {
             exitStatus = (status >> 8) & 0xff
         } else {
@@ -114,35 +119,54 @@ final class ChildProcess {
         }
     }
 
+    /// The exit status, or 128+signal when a signal ended it (as a shell reports it); nil while
+    /// it runs.
+    public var status: Int32? {
+        _ = poll()
+        return exitStatus ?? terminatingSignal.map { 128 + $0 }
+    }
+
     /// Waits up to `seconds` for the exit. Returns false on timeout (the child keeps running).
-    func wait(seconds: Double) -> Bool {
+    public func wait(seconds: Double) -> Bool {
         waitUntil(seconds: seconds) { poll() }
     }
 
+    /// Waits up to `seconds` for the exit and kills the child if it is still running then;
+    /// returns `status` (137 after the kill).
+    @discardableResult
+    public func finish(within seconds: Double) -> Int32 {
+        if !wait(seconds: seconds) { killNow() }
+        return status ?? 128 + SIGKILL
+    }
+
     /// Sends `signo` (by pid, only while the child has not been reaped).
-    func signal(_ signo: Int32) {
+    public func signal(_ signo: Int32) {
         guard exitStatus == nil && terminatingSignal == nil else { return }
         kill(pid, signo)
     }
 
     /// SIGKILL and reap.
-    func killNow() {
+    public func killNow() {
         guard exitStatus == nil && terminatingSignal == nil else { return }
         kill(pid, SIGKILL)
         var status: Int32 = 0
         if waitpid(pid, &status, 0) == pid { record(status) }
     }
 
-    var stdout: String {
-        if stdoutReadFD >= 0 { return String(decoding: piped, as: UTF8.self) }
+    /// What the child wrote to stdout: the file, or what was read from the pipe so far.
+    public var stdout: String {
+        if stdoutIsPipe { return String(decoding: piped, as: UTF8.self) }
         return readTextFile(stdoutPath)
     }
+
+    public var stderr: String { readTextFile(stderrPath) }
 
     /// With a stdout pipe: reads what the child wrote so far, waiting up to `milliseconds`
     /// for something. Returns false once the pipe reached EOF.
     @discardableResult
-    func readPipe(waitingMilliseconds milliseconds: Int32) -> Bool {
-        precondition(stdoutReadFD >= 0, "stdout is not a pipe")
+    public func readPipe(waitingMilliseconds milliseconds: Int32) -> Bool {
+        precondition(stdoutIsPipe, "stdout is not a pipe")
+        guard stdoutReadFD >= 0 else { return false }
         var p = pollfd(fd: stdoutReadFD, events: Int16(POLLIN), revents: 0)
         guard Glibc.poll(&p, 1, milliseconds) > 0 else { return true }
         var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -152,49 +176,47 @@ final class ChildProcess {
     }
 
     /// The complete lines written to the stdout pipe so far.
-    var pipedLines: [String] {
+    public var pipedLines: [String] {
         let text = String(decoding: piped, as: UTF8.self)
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         lines.removeLast()  // the unfinished tail (empty after a final newline)
         return lines
     }
-    var stderr: String { readTextFile(stderrPath) }
+
+    /// With a stdout pipe: the next line (without the newline) not yet returned by `readLine`,
+    /// or nil when none is complete after `seconds` or the pipe reached EOF.
+    public func readLine(seconds: Double = 5) -> String? {
+        let deadline = Deadline(seconds: seconds)
+        while true {
+            if let newline = piped[lineStart...].firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: piped[lineStart..<newline], as: UTF8.self)
+                lineStart = newline + 1
+                return line
+            }
+            if deadline.hasPassed { return nil }
+            let before = piped.count
+            guard readPipe(waitingMilliseconds: max(deadline.remainingMilliseconds, 1)) else { return nil }
+            if piped.count == before && deadline.hasPassed { return nil }
+        }
+    }
+
+    /// Closes the read end of the stdout pipe: the child's next write fails with EPIPE.
+    public func closeStdout() {
+        guard stdoutReadFD >= 0 else { return }
+        close(stdoutReadFD)
+        stdoutReadFD = -1
+    }
 
     /// "exit 3", "signal 9", "running".
-    var outcome: String {
+    public var outcome: String {
         if let exitStatus { return "exit \(exitStatus)" }
         if let terminatingSignal { return "signal \(terminatingSignal)" }
         return "running"
     }
 }
 
-/// Runs a program to completion (at most `timeout` seconds, then SIGKILL) and returns its
-/// exit status and output.
-struct Completed {
-    var status: Int32
-    var stdout: String
-    var stderr: String
-    var commandLine: String
-
-    var summary: String {
-        "`\(commandLine)` → exit \(status)\n--- stdout:\n\(stdout)\n--- stderr:\n\(stderr)"
-    }
-}
-
-func run(_ arguments: [String], environment: [String: String?] = [:], in directory: String,
-         timeout: Double = 20, stdinPath: String? = nil) throws -> Completed {
-    let label = "run-\(getpid())-\(monotonicNanoseconds())"
-    let child = try ChildProcess(arguments, environment: environment, directory: directory, label: label,
-                                 stdinPath: stdinPath)
-    defer {
-        unlink(child.stdoutPath)
-        unlink(child.stderrPath)
-    }
-    let commandLine = arguments.map { $0.contains(" ") || $0.isEmpty ? "'\($0)'" : $0 }.joined(separator: " ")
-    guard child.wait(seconds: timeout) else {
-        child.killNow()
-        throw TestFailure("`\(commandLine)` did not finish within \(timeout) s\n--- stdout:\n\(child.stdout)\n--- stderr:\n\(child.stderr)")
-    }
-    let status = child.exitStatus ?? (128 + (child.terminatingSignal ?? 0))
-    return Completed(status: status, stdout: child.stdout, stderr: child.stderr, commandLine: commandLine)
-}
+/// Writes to a closed socket or pipe must fail with EPIPE rather than kill the test runner.
+/// Children get the default disposition back (see ChildProcess).
+public let ignoreSIGPIPE: Void = {
+    signal(SIGPIPE, SIG_IGN)
+}()
