@@ -42,6 +42,10 @@ let package = Package(
         // processes, the notify listener, temporary directories and files, timing, the built
         // binaries, starting scened, a seeded generator, threads. Test-only: no product uses it.
         .target(name: "ScenedTestSupport", dependencies: ["Varlink"], path: "Tests/ScenedTestSupport"),
+        // The child side of SystemdKitTests' process-level tests (private namespaces, socket
+        // activation): run by those tests, it reports one `ok`/`fail` line per check. Test-only.
+        .executableTarget(name: "systemdkit-probe", dependencies: ["SystemdKit", "ScenedTestSupport"],
+                          path: "Tests/SystemdKitProbe"),
 
         .testTarget(name: "SceneCoreTests", dependencies: ["SceneCore", "ScenedTestSupport"]),
         .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "ScenedTestSupport"]),

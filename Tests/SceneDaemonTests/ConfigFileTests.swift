@@ -49,7 +49,7 @@ struct ConfigFileTests {
         ])
     }
 
-    @Test("a trailing backslash continues the value; comment lines inside are skipped")
+    @Test("a trailing backslash continues the value; comment lines inside it are ignored")
     func continuation() throws {
         let text = """
         [Pressure]

@@ -25,6 +25,8 @@ public enum Binaries {
 
     public static var scened: String { directory + "/scened" }
     public static var scenectl: String { directory + "/scenectl" }
+    /// SystemdKitTests' helper (Tests/SystemdKitProbe), the child side of its process-level tests.
+    public static var systemdkitProbe: String { directory + "/systemdkit-probe" }
 
     /// `path`, or a clear failure when the binary is missing (the build did not produce it).
     @discardableResult
@@ -33,12 +35,6 @@ public enum Binaries {
             throw TestFailure("\(path) is missing: run the suite with `swift test` (it builds every executable) or `swift build` first")
         }
         return path
-    }
-
-    /// The arguments that run only the tests matching `filter` (a regex on the test ID) of this
-    /// very test binary, with swift-testing (see the runner SwiftPM generates).
-    public static func thisTestBinary(filter: String) -> [String] {
-        [testRunner, "--testing-library", "swift-testing", "--filter", filter]
     }
 }
 

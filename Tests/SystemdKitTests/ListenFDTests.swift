@@ -6,20 +6,22 @@ import Testing
 extension ProcessGlobalStateTests {
     /// Parsing for this process needs fds 3, 4, … that are really ours, which a test process
     /// running other suites in parallel can't promise; so the positive cases run in a fresh
-    /// child started by systemd-socket-activate (ListenFDChild below answers on the socket).
+    /// process started by systemd-socket-activate: systemdkit-probe in its listen-fds role
+    /// (Tests/SystemdKitProbe/ListenFDCheck.swift) answers on the socket.
     @Suite struct ListenFDTests {
         static let activator = "/usr/bin/systemd-socket-activate"
 
-        /// Activates this test binary in the ListenFDChild role on sockets `names` and returns
-        /// what it reports over the first one.
-        func activate(sockets count: Int, fdNames: String?) throws -> String {
+        /// Activates systemdkit-probe (listen-fds) on `count` sockets and returns what it reports
+        /// over the first one; expects it to report its check ok.
+        func activate(sockets count: Int, fdNames: String?,
+                      sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+            let probe = try Binaries.require(Binaries.systemdkitProbe)
             let directory = TemporaryDirectory()
             defer { directory.remove() }
             var arguments = [Self.activator]
             for index in 0..<count { arguments += ["-l", directory.file("socket\(index)")] }
             if let fdNames { arguments.append("--fdname=\(fdNames)") }
-            arguments += ["-E", "SYSTEMDKIT_CHILD_ROLE=listen-fds"]
-            arguments += Binaries.thisTestBinary(filter: "ListenFDChild")
+            arguments += [probe, "listen-fds"]
             let child = try ChildProcess(arguments, directory: directory.path, label: "activator")
 
             // The activator execs the binary on the first connection.
@@ -41,7 +43,10 @@ extension ProcessGlobalStateTests {
                 close(connection)
             }
             let status = child.finish(within: 30)
-            #expect(status == 0, "activated test binary failed:\n\((child.stdout + child.stderr).suffix(3000))")
+            #expect(status == 0, "activated systemdkit-probe ended with \(child.outcome):\n\((child.stdout + child.stderr).suffix(3000))",
+                    sourceLocation: sourceLocation)
+            expectProbeReported(["reportListenFDs"], stdout: child.stdout, diagnostics: child.stderr,
+                                sourceLocation: sourceLocation)
             return reply
         }
 
@@ -87,22 +92,5 @@ extension ProcessGlobalStateTests {
             defer { close(fds[0]); close(fds[1]) }
             #expect(ServiceManager.isUnixStreamListener(fds[0]) == false)
         }
-    }
-}
-
-/// Runs only inside a test binary started by ListenFDTests through systemd-socket-activate.
-@Suite struct ListenFDChild {
-    @Test(.enabled(if: childRole == "listen-fds")) func reportListenFDs() throws {
-        let fds = ServiceManager.listenFDs()
-        let environment = getenv("LISTEN_FDS") == nil && getenv("LISTEN_PID") == nil ? "unset" : "set"
-        let report = fds.map { fd in
-            "\(fd.fd):\(fd.name ?? "-"):\(ServiceManager.isUnixStreamListener(fd.fd) ? "listener" : "other")"
-        }.joined(separator: ",") + " env=\(environment)"
-        let first = try #require(fds.first)
-        // Answer on the connection that activated us.
-        let connection = accept(first.fd, nil, nil)
-        try #require(connection >= 0)
-        writeString(connection, report)
-        close(connection)
     }
 }

@@ -4,10 +4,11 @@ import SystemdKit
 import Testing
 
 extension ProcessGlobalStateTests {
-    /// Runs JournaldChild's tests in a re-executed test binary inside private mount and PID
-    /// namespaces: tmpfs over /run and /var/log/journal, a private journald.conf, and (for the
-    /// round trip) a journald of its own. The host's /run, journal and cgroups stay untouched;
-    /// when the namespace's first process exits the kernel kills the rest (journald included).
+    /// Runs systemdkit-probe's journal checks (Tests/SystemdKitProbe/JournaldChecks.swift)
+    /// inside private mount and PID namespaces: tmpfs over /run and /var/log/journal, a private
+    /// journald.conf, and (for the round trip) a journald of its own. The host's /run, journal
+    /// and cgroups stay untouched; when the namespace's first process exits the kernel kills the
+    /// rest (journald included). Only the probe writes to stdout: its report, line by line.
     @Suite struct PrivateJournaldTests {
         static let journald = "/lib/systemd/systemd-journald"
         static let unshare = "/usr/bin/unshare"
@@ -20,46 +21,44 @@ extension ProcessGlobalStateTests {
             printf '[Journal]\\nStorage=volatile\\nReadKMsg=no\\nForwardToSyslog=no\\nForwardToWall=no\\n' > /run/journald.conf
             mount --bind /run/journald.conf /etc/systemd/journald.conf
             if [ "$SYSTEMDKIT_START_JOURNALD" = 1 ]; then
-                SYSTEMD_LOG_TARGET=console \(journald) &
+                SYSTEMD_LOG_TARGET=console \(journald) >&2 &
                 i=0
                 while [ ! -S /run/systemd/journal/socket ]; do
                     i=$((i + 1))
-                    if [ $i -gt 500 ]; then echo "journald did not start"; exit 70; fi
+                    if [ $i -gt 500 ]; then echo "journald did not start" >&2; exit 70; fi
                     sleep 0.01
                 done
             fi
             "$@"
             """
 
-        /// Runs the JournaldChild tests for `role`; returns the names of those that finished.
-        func runChild(role: String, startJournald: Bool) throws -> Set<String> {
+        /// Runs the probe in `role` in the namespaces and expects it to report each of `checks` ok.
+        func runProbe(role: String, startJournald: Bool, checks: [String],
+                      sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let probe = try Binaries.require(Binaries.systemdkitProbe)
             let directory = TemporaryDirectory()
             defer { directory.remove() }
-            let marker = directory.file("finished")
             let arguments = [Self.unshare, "--mount", "--propagation", "private", "--pid", "--fork",
-                             "--kill-child", "--mount-proc", "/bin/sh", "-c", Self.script, "sh"]
-                + Binaries.thisTestBinary(filter: "JournaldChild")
+                             "--kill-child", "--mount-proc", "/bin/sh", "-c", Self.script, "sh", probe, role]
             let child = try ChildProcess(arguments, environment: [
-                "SYSTEMDKIT_CHILD_ROLE": role,
-                "SYSTEMDKIT_CHILD_MARKER": marker,
                 "SYSTEMDKIT_START_JOURNALD": startJournald ? "1" : "0",
-            ], directory: directory.path, label: "child")
+            ], directory: directory.path, label: "probe")
             let status = child.finish(within: 60)
-            #expect(status == 0, "child tests in a private namespace failed:\n\((child.stdout + child.stderr).suffix(6000))")
-            let finished = readTextFile(marker).split(separator: "\n").map(String.init)
-            return Set(finished)
+            #expect(status == 0, "systemdkit-probe \(role) in a private namespace ended with \(child.outcome):\n\((child.stdout + child.stderr).suffix(6000))",
+                    sourceLocation: sourceLocation)
+            expectProbeReported(checks, stdout: child.stdout, diagnostics: child.stderr, sourceLocation: sourceLocation)
         }
 
         @Test(.enabled(if: available, "needs root, unshare and systemd-journald"))
         func sendWithoutJournaldAndItsWireFormat() throws {
-            #expect(try runChild(role: "no-journald", startJournald: false) == [
+            try runProbe(role: "no-journald", startJournald: false, checks: [
                 "missingSocketDropsSilently", "staleSocketIsRefused", "wireFormat",
             ])
         }
 
         @Test(.enabled(if: available, "needs root, unshare and systemd-journald"))
         func roundTripThroughPrivateJournald() throws {
-            #expect(try runChild(role: "journald", startJournald: true) == [
+            try runProbe(role: "journald", startJournald: true, checks: [
                 "fieldsRoundTrip", "matchesAndCursors", "directoryAndFiles", "followInEventLoop",
             ])
         }

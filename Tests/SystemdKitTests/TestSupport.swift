@@ -2,9 +2,6 @@ import Glibc
 import SystemdKit
 import Testing
 
-/// The role a re-executed test binary plays, from SYSTEMDKIT_CHILD_ROLE; nil in a normal run.
-let childRole: String? = getenv("SYSTEMDKIT_CHILD_ROLE").map { String(cString: $0) }
-
 /// Exit code the safety timers use, so a stuck loop fails the test instead of hanging it.
 let stuckExitCode: Int32 = 99
 
@@ -70,4 +67,63 @@ func withEnvironment<R>(_ values: [String: String?], _ body: () throws -> R) ret
         }
     }
     return try body()
+}
+
+/// Expects that systemdkit-probe (Tests/SystemdKitProbe), whose standard output is `stdout`,
+/// reported exactly `checks`, each once and `ok`. Records an issue for each expected check that
+/// failed (with the probe's reason) or was reported twice, one for the checks not reported (the
+/// probe crashed, hung or never ran; with `diagnostics`, what else the probe and its
+/// surroundings printed), one for each check reported that is not expected, and one for each
+/// line that is not `ok NAME` or `fail NAME: REASON`.
+func expectProbeReported(_ checks: [String], stdout: String, diagnostics: @autoclosure () -> String,
+                         sourceLocation: SourceLocation = #_sourceLocation) {
+    var outcomes: [String: [String?]] = [:] // per check: nil for ok, else the reason
+    var order: [String] = []
+    var strayLines: [String] = []
+    for line in stdout.split(separator: "\n").map(String.init) {
+        let name: String
+        let failure: String?
+        if line.hasPrefix("ok ") {
+            name = String(line.dropFirst(3))
+            failure = nil
+        } else if line.hasPrefix("fail "), let colon = line.firstIndex(of: ":"), line[colon...].hasPrefix(": ") {
+            name = String(line.dropFirst(5)[..<colon])
+            failure = String(line[line.index(colon, offsetBy: 2)...])
+        } else {
+            strayLines.append(line)
+            continue
+        }
+        guard !name.isEmpty, !name.contains(" ") else {
+            strayLines.append(line)
+            continue
+        }
+        if outcomes[name] == nil { order.append(name) }
+        outcomes[name, default: []].append(failure)
+    }
+
+    let missing = checks.filter { outcomes[$0] == nil }
+    if !missing.isEmpty {
+        Issue.record("""
+            probe checks not reported: \(missing.joined(separator: ", ")); the probe's stdout:
+            \(stdout)
+            and its diagnostics:
+            \(diagnostics().suffix(4000))
+            """, sourceLocation: sourceLocation)
+    }
+    for check in checks {
+        let reported = outcomes[check] ?? []
+        if reported.count > 1 {
+            Issue.record("probe check \(check) was reported \(reported.count) times", sourceLocation: sourceLocation)
+        }
+        for case let reason? in reported {
+            Issue.record("probe check \(check) failed: \(reason)", sourceLocation: sourceLocation)
+        }
+    }
+    for name in order where !checks.contains(name) {
+        Issue.record("probe reported an unexpected check \(name)", sourceLocation: sourceLocation)
+    }
+    for line in strayLines {
+        Issue.record("probe printed a line that is not a check report: \(line.debugDescription)",
+                     sourceLocation: sourceLocation)
+    }
 }
