@@ -75,7 +75,8 @@ extension Verb {
         block.add("State", state)
         block.add("Role", session.text("role") ?? "?")
         block.add("Configuration", session.text("configuration") ?? "")
-        block.add("Scene", "instance \(int("sceneInstance"))")
+        // An archived session's scene was released; its number is the last one it had.
+        block.add("Scene", live ? "instance \(int("sceneInstance"))" : "none (last instance \(int("sceneInstance")))")
         let footprint = int("footprint")
         block.add("Footprint", "\(ByteSize.format(footprint)) (\(footprint) bytes)")
         block.add("Protected", session.flag("protected") == true ? "yes" : "no")

@@ -50,4 +50,11 @@ extension TimeSpan {
         }
         return parts.joined(separator: " ")
     }
+
+    /// For people reading a countdown: whole seconds from 1 s up ("29s", "4min 30s"),
+    /// milliseconds below, as systemctl shows time left.
+    public var approximate: String {
+        let unit: Int64 = microseconds >= 1_000_000 ? 1_000_000 : 1_000
+        return TimeSpan(microseconds: (microseconds + unit / 2) / unit * unit).formatted
+    }
 }

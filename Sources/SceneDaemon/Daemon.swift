@@ -113,6 +113,9 @@ final class Daemon {
         listener.closeAll()
         monitor.psi?.stop()
         if ownsSocket { unlink(socketPath) }
+        logger.daemon(.info, MessageID.daemonStopped,
+                      "scened stopped with \(manager.engine.sessions.count) sessions of \(manager.engine.apps.count) apps.",
+                      [("SCENED_SESSIONS", String(manager.engine.sessions.count))])
         return code
     }
 

@@ -17,6 +17,7 @@ enum MessageID {
     static let pressureChanged = "ab27f099be384865a7c976ba377ea2dd"
     static let pressureUnrelievable = "01637d311d9f483a83e265015b8b8db0"
     static let daemonReady = "09c50662f0824b49bbb2a4f9f93905b2"
+    static let daemonStopped = "7753a5a151754a9b84761ec4dc19671d"
     static let configurationReload = "4faa28252d7f49828519797754e71ae9"
     static let storageFailure = "b5264d24c1df4b2bb6986b3cd75487c3"
 }

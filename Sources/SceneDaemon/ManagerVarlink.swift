@@ -108,21 +108,13 @@ final class ManagerVarlink {
             guard case .session(let id) = result else { return }
             replySessionAndEvents(id, events, call, conn)
         case .Activate:
-            let id = try p.session()
-            let (_, events) = try run(.activate(id))
-            replySessionAndEvents(id, events, call, conn)
+            try runOnSession(try p.session(), call, conn) { .activate($0) }
         case .Deactivate:
-            let id = try p.session()
-            let (_, events) = try run(.deactivate(id))
-            replySessionAndEvents(id, events, call, conn)
+            try runOnSession(try p.session(), call, conn) { .deactivate($0) }
         case .Background:
-            let id = try p.session()
-            let (_, events) = try run(.background(id))
-            replySessionAndEvents(id, events, call, conn)
+            try runOnSession(try p.session(), call, conn) { .background($0) }
         case .Disconnect:
-            let id = try p.session()
-            let (_, events) = try run(.disconnect(id, cause: .request))
-            replySessionAndEvents(id, events, call, conn)
+            try runOnSession(try p.session(), call, conn) { .disconnect($0, cause: .request) }
         case .Discard:
             try runReplyingEvents(.discard(try p.session(), cause: .request), call, conn)
         case .SaveState:
@@ -240,6 +232,13 @@ final class ManagerVarlink {
 
     private func lookupFailure(_ id: SessionID) -> LifecycleError {
         manager.engine.wasDiscarded(id) ? .sessionDiscarded(id) : .noSuchSession(id)
+    }
+
+    /// A scene change on one session: the reply carries the session as it now is.
+    private func runOnSession(_ id: SessionID, _ call: VarlinkCall, _ conn: ClientConnection,
+                              _ command: (SessionID) -> Command) throws(VarlinkError) {
+        let (_, events) = try run(command(id))
+        replySessionAndEvents(id, events, call, conn)
     }
 
     private func runReplyingEvents(_ command: Command, _ call: VarlinkCall, _ conn: ClientConnection) throws(VarlinkError) {

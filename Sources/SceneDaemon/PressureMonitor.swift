@@ -72,7 +72,7 @@ final class PressureMonitor {
         }
         if let o = override {
             out.append(SourceReport(name: "override", level: o.level,
-                                    detail: o.until.map { "forced; lapses in \(($0 - now).formatted)" } ?? "forced until cleared"))
+                                    detail: o.until.map { "forced; lapses in \(($0 - now).approximate)" } ?? "forced until cleared"))
         }
         return out
     }

@@ -105,6 +105,7 @@ import Varlink
         let other = ctl(["show", "s7", "-n", "0"], replies: ["GetSession": [.success(["session": .object(archived)])]])
         #expect(other.out.hasPrefix("○ s7 - com.example.mail\n"))
         #expect(other.out.contains("Last active: never\n"))
+        #expect(other.out.contains("Scene: none (last instance 2)\n"))
         #expect(other.out.contains("Restoration: none\n"))
         #expect(Verb.restorationSummary(["base64": "AAEC/w=="]) == "binary, 4B")
         let big: JSONObject = ["json": .object(["text": .string(String(repeating: "x", count: 300))])]

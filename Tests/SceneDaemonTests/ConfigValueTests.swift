@@ -1,4 +1,5 @@
 import Testing
+import SceneCore
 @testable import SceneDaemon
 
 @Suite("Configuration value syntaxes")
@@ -32,6 +33,15 @@ struct ConfigValueTests {
         }
         #expect(ConfigValues.formatTimeSpan(5_400_000_000) == "1h 30min")
         #expect(ConfigValues.formatTimeSpan(500_000) == "500ms")
+    }
+
+    @Test("countdowns are rounded to whole seconds, or milliseconds below one second")
+    func approximateTimeSpans() {
+        #expect(TimeSpan(microseconds: 29_994_940).approximate == "30s")
+        #expect(TimeSpan(microseconds: 270_400_000).approximate == "4min 30s")
+        #expect(TimeSpan(microseconds: 1_000_000).approximate == "1s")
+        #expect(TimeSpan(microseconds: 420_600).approximate == "421ms")
+        #expect(TimeSpan(microseconds: 0).approximate == "0")
     }
 
     static let sizeCases: [(String, UInt64)] = [
