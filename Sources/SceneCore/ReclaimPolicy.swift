@@ -504,6 +504,9 @@ public struct ReclaimPolicy: Sendable {
             // the batch is assembled (see `decide`), so only processes with their own memory
             // need a candidate here. Its score: the loss of its scenes per byte freed.
             let apps = engine.apps.values
+            // Read in place through one view (each `engine.sessions.values[…]` would copy).
+            let table = engine.sessions
+            let values = table.values
             var i = apps.startIndex
             while i != apps.endIndex {
                 defer { apps.formIndex(after: &i) }
@@ -518,15 +521,15 @@ public struct ReclaimPolicy: Sendable {
                 var first = UInt64.max
                 for id in app.sessions {
                     // Found once, then read in place (a lookup by key would copy the session).
-                    guard let position = engine.sessions.index(forKey: id),
-                          engine.sessions.values[position].condition == .live else { continue }
-                    let s = SessionFields(engine.sessions.values[position])
+                    guard let position = table.index(forKey: id),
+                          values[position].condition == .live else { continue }
+                    let s = SessionFields(values[position])
                     if s.isProtected { hasProtected = true }
                     first = min(first, id.rawValue)
                     bytes &+= s.footprint
                     let cost = Double(s.restoreCostMs > 0 ? s.restoreCostMs : configuration.defaultRestoreCostMs)
                     let n = usageSessions(id, activations: s.activations)
-                        + engine.sessions.values[position].activationScore(at: now)
+                        + values[position].activationScore(at: now)
                     loss += valueScore(uses: n, cost: cost, bytes: s.footprint, meanCost: meanCost) * Double(max(s.footprint, 1))
                     lastActive = max(lastActive, s.lastActiveAt)
                     since = max(since, s.backgroundSince)
