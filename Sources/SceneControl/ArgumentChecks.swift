@@ -39,19 +39,36 @@ enum Check {
     static let listableConditions = [SessionCondition.live.name, SessionCondition.archived.name]
     static let roles = SessionRole.allCases.map(\.name)
 
-    static func count(_ text: String, option: String) throws(ControlError) -> Int64 {
+    static func count(_ text: String, option: String, max: Int64 = .max) throws(ControlError) -> Int64 {
         guard let value = Int64(text), value >= 0 else {
             throw .usage("invalid \(option) '\(text)'; expected a non-negative integer")
         }
+        guard value <= max else { throw .usage("invalid \(option) '\(text)'; the largest is \(max)") }
         return value
     }
 
     /// Bytes, with an optional 1024-based suffix: 52428800, 50M, 1.5G.
-    static func size(_ text: String, option: String) throws(ControlError) -> Int64 {
-        guard let bytes = ByteSize.parse(text), bytes <= UInt64(Int64.max) else {
+    static func size(_ text: String, option: String, max: UInt64 = UInt64(Int64.max)) throws(ControlError) -> Int64 {
+        guard let bytes = ByteSize.parse(text) else {
             throw .usage("invalid \(option) '\(text)'; expected bytes, e.g. 52428800, 512K, 50M, 1.5G")
         }
+        guard bytes <= max else {
+            throw .usage("invalid \(option) '\(text)'; the largest is \(ByteSize.format(max)) (\(max) bytes)")
+        }
         return Int64(bytes)
+    }
+
+    /// A scene's or an app's footprint: what the daemon accepts (at most 1T).
+    static func footprint(_ text: String) throws(ControlError) -> Int64 {
+        try size(text, option: "footprint", max: SceneSession.maxFootprint)
+    }
+
+    static func configurationName(_ text: String) throws(ControlError) -> String {
+        let limit = LifecycleEngine.maxConfigurationNameBytes
+        guard !text.isEmpty, text.utf8.count <= limit else {
+            throw .usage("invalid configuration name '\(text)'; it must be 1 to \(limit) bytes")
+        }
+        return text
     }
 
     static func boolean(_ text: String, option: String) throws(ControlError) -> Bool {

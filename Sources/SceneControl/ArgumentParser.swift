@@ -54,7 +54,9 @@ enum ArgumentParser {
                     guard inline == nil else { throw .usage("option '--\(name)' takes no value") }
                     record(option, nil)
                 }
-            } else if !optionsEnded && argument.hasPrefix("-") && argument.count > 1 {
+            } else if !optionsEnded && argument.hasPrefix("-") && argument.count > 1
+                        && !argument.dropFirst().first!.isNumber {
+                // "-5" is a (negative, hence refused) value, not options: no short option is a digit.
                 var letters = Substring(argument.dropFirst())
                 while let letter = letters.first {
                     letters = letters.dropFirst()

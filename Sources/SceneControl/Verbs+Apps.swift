@@ -97,7 +97,7 @@ extension Verb {
         arguments: 2...2,
         run: { invocation in
             let app = try Check.app(invocation.arguments[0])
-            let bytes = try Check.size(invocation.arguments[1], option: "footprint")
+            let bytes = try Check.footprint(invocation.arguments[1])
             try invocation.reportChange(try invocation.call("SetAppFootprint", ["app": .string(app), "footprint": .int(bytes)]))
         })
 }

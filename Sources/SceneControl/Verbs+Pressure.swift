@@ -39,7 +39,8 @@ extension Verb {
         var block = Block("Memory pressure: \(p.text("level") ?? "unknown")")
         let budget = int("budget")
         let usage = int("usage")
-        let percent = budget > 0 ? usage * 100 / budget : 0
+        // In floating point: usage × 100 would overflow near the top of the integer range.
+        let percent = budget > 0 ? Int((Double(usage) * 100 / Double(budget)).rounded(.down)) : 0
         block.add("Usage", "\(ByteSize.format(usage)) of \(ByteSize.format(budget)) budget (\(percent)%)")
         block.add("Watermarks", "low \(ByteSize.format(int("lowWatermark"))), high \(ByteSize.format(int("highWatermark"))), critical \(ByteSize.format(int("criticalWatermark")))")
         let sources = p.objects("sources").map { s in
@@ -60,7 +61,7 @@ extension Verb {
         var text = "#\(int("number")) \(e.text("peakLevel") ?? "?") peak, started \(time.timestampWithRelative(int("startedAt"), now: now))"
         if let ended = e.integer("endedAt") { text += "\nended \(time.timestampWithRelative(ended, now: now))" }
         if let relieved = e.integer("relievedAt") {
-            text += "\nrelieved after \(TimeSpan(microseconds: max(0, relieved - int("startedAt"))).formatted)"
+            text += "\nrelieved after \(TimeSpan(microseconds: max(0, relieved - int("startedAt"))).approximate)"
         }
         text += "\n\(int("disconnects")) disconnected, \(int("terminations")) terminated, \(int("suspensions")) suspended, \(ByteSize.format(int("bytesFreed"))) freed"
         if e.flag("unrelievable") == true { text += "\nunrelievable: only foreground and protected scenes were left" }

@@ -19,12 +19,12 @@ extension Verb {
             let options = invocation.options
             var parameters: JSONObject = ["app": .string(try Check.app(invocation.arguments[0]))]
             if let role = options.value("role") { parameters["role"] = .string(try Check.oneOf(role, Check.roles, option: "role")) }
-            if let name = options.value("configuration") { parameters["configuration"] = .string(name) }
+            if let name = options.value("configuration") { parameters["configuration"] = .string(try Check.configurationName(name)) }
             if let info = options.value("user-info") { parameters["userInfo"] = .object(try Check.jsonObject(info, option: "--user-info")) }
-            if let bytes = options.value("footprint") { parameters["footprint"] = .int(try Check.size(bytes, option: "footprint")) }
+            if let bytes = options.value("footprint") { parameters["footprint"] = .int(try Check.footprint(bytes)) }
             if options.flag("background") { parameters["background"] = true }
             if options.flag("protected") { parameters["protected"] = true }
-            if let cost = options.value("restore-cost") { parameters["restoreCostMs"] = .int(try Check.count(cost, option: "restore cost")) }
+            if let cost = options.value("restore-cost") { parameters["restoreCostMs"] = .int(try Check.count(cost, option: "restore cost", max: Int64(UInt32.max))) }
             let reply = try invocation.call("Connect", parameters)
             try invocation.reportChange(reply, primary: reply.object("session")?.text("id") ?? "?")
         })
@@ -80,7 +80,7 @@ extension Verb {
         arguments: 2...2,
         run: { invocation in
             let id = try Check.session(invocation.arguments[0])
-            let bytes = try Check.size(invocation.arguments[1], option: "footprint")
+            let bytes = try Check.footprint(invocation.arguments[1])
             try invocation.reportChange(try invocation.call("SetFootprint", ["session": .string(id), "footprint": .int(bytes)]))
         })
 

@@ -36,7 +36,8 @@ extension Verb {
             switch (invocation.arguments.first, invocation.options.value("app")) {
             case (let session?, nil): parameters["session"] = .string(try Check.session(session))
             case (nil, let app?): parameters["app"] = .string(try Check.app(app))
-            default: throw ControlError.usage("task begin needs either SESSION or --app APP")
+            case (nil, nil): throw ControlError.usage("task begin needs either SESSION or --app APP")
+            case (_?, _?): throw ControlError.usage("task begin takes either SESSION or --app APP, not both")
             }
             if let name = invocation.options.value("name") { parameters["name"] = .string(name) }
             let reply = try invocation.call("BeginBackgroundTask", parameters)

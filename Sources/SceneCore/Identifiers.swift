@@ -83,6 +83,8 @@ func parseNumber(_ text: String, prefix: UInt8) -> UInt64? {
             if byte == prefix { continue }
         }
         guard byte >= 48 && byte <= 57, digits < 20 else { return nil }
+        // "s01" is not s1: a typo must not reach another session.
+        if digits == 0 && byte == 48 { return nil }
         let (times, o1) = value.multipliedReportingOverflow(by: 10)
         let (sum, o2) = times.addingReportingOverflow(UInt64(byte - 48))
         guard !o1, !o2 else { return nil }

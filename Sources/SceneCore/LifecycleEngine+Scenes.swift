@@ -4,7 +4,13 @@
 /// policy; activating one scene never moves another (side-by-side windows, §2.4).
 /// A command whose target is the scene's current state succeeds and emits nothing.
 extension LifecycleEngine {
-    static let maxConfigurationNameBytes = 255
+    public static let maxConfigurationNameBytes = 255
+
+    static func checkFootprint(_ bytes: UInt64) throws(LifecycleError) {
+        guard bytes <= SceneSession.maxFootprint else {
+            throw .invalidArgument(name: "footprint", reason: "must be at most 1T (\(SceneSession.maxFootprint) bytes)")
+        }
+    }
 
     /// What a command needs to know of a session, read with one lookup.
     struct SessionHead {
@@ -26,6 +32,7 @@ extension LifecycleEngine {
         guard !request.configurationName.isEmpty, request.configurationName.utf8.count <= Self.maxConfigurationNameBytes else {
             throw .invalidArgument(name: "configuration", reason: "must be 1 to \(Self.maxConfigurationNameBytes) bytes")
         }
+        try Self.checkFootprint(request.footprint)
         let slot = ensureApp(request.app, effects: &effects)
         ensureRunning(slot, cause: .request, effects: &effects)
 
@@ -140,7 +147,7 @@ extension LifecycleEngine {
         guard session.condition == .live else { return }
         if case .reclaim = cause, session.sceneState != .background {
             // R6: system-initiated disconnection only ever takes a background scene.
-            throw refusal("disconnect", id, session, "reclaim only disconnects background scenes (R6)")
+            throw refusal("disconnect", id, session, "reclaim only disconnects background scenes")
         }
         releaseScene(id, cause: cause, effects: &effects)
         refreshActivity(session.appSlot, effects: &effects)
@@ -170,7 +177,7 @@ extension LifecycleEngine {
         let session = try head(id)
         if case .reclaim = cause {
             // R12: memory pressure never destroys a session.
-            throw refusal("discard", id, session, "memory pressure never discards a session (R12)")
+            throw refusal("discard", id, session, "memory pressure never discards a session")
         }
         let slot = session.appSlot
         if apps.records[slot].process == .notRunning {

@@ -24,7 +24,7 @@ extension LifecycleEngine {
         guard app.process == .running else {
             throw .invalidTransition(InvalidTransition(
                 command: "begin a background task for", app: appID, session: request.session, state: app.process.name,
-                reason: app.process == .suspended ? "a suspended app runs no code (R21)" : "the app is not running"))
+                reason: app.process == .suspended ? "a suspended app runs no code" : "the app is not running"))
         }
         let token = TaskToken(nextTaskNumber)
         nextTaskNumber += 1

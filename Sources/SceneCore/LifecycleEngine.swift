@@ -162,6 +162,7 @@ public struct LifecycleEngine: Sendable {
             return .done
         case .setFootprint(let id, let bytes):
             let old = try openSession(id)
+            try Self.checkFootprint(bytes)
             if old.condition == .live { residentBytes = residentBytes &- old.footprint &+ bytes }
             sessions[id]!.footprint = bytes
             effects.append(.sessionChanged(id))
@@ -171,6 +172,7 @@ public struct LifecycleEngine: Sendable {
             return .done
         case .setAppFootprint(let app, let bytes):
             guard let slot = apps.slot(of: app) else { throw .noSuchApp(app) }
+            try Self.checkFootprint(bytes)
             if apps.records[slot].process != .notRunning {
                 residentBytes = residentBytes &- apps.records[slot].baseFootprint &+ bytes
             }

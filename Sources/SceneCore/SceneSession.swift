@@ -1,6 +1,10 @@
 /// A scene session (`UISceneSession`): outlives its scenes, and persists across app and daemon
 /// restarts until it is discarded.
 public struct SceneSession: Sendable, Equatable {
+    /// The largest footprint a scene (or an app's own memory) may declare: 1 TiB. Far beyond
+    /// any real scene, and small enough that totals over millions of sessions cannot overflow.
+    public static let maxFootprint: UInt64 = 1 << 40
+
     // Stored properties are ordered by size (8-byte, then 4, then 1) so that the struct packs
     // without padding: a daemon holds a million of these.
     public let id: SessionID

@@ -33,12 +33,17 @@ public enum DaemonMain {
             if options.checkConfig { printError("\(error)"); return 1 }
             return fail("configuration: \(error)", errno: EINVAL)
         }
-        for warning in config.warnings { Diagnostics.warning(warning) }
         if options.checkConfig {
+            // Unknown keys are ignored, as systemd ignores them (a newer drop-in must not stop an
+            // older daemon), but a check must make a typo impossible to miss.
+            for warning in config.warnings { printError(warning) }
             let files = config.files.isEmpty ? "no configuration files; defaults apply" : config.files.joined(separator: ", ")
-            printOut("configuration valid (\(files))")
+            let count = config.warnings.count
+            let warned = count == 0 ? "" : ", with \(count) warning\(count == 1 ? "" : "s") (ignored settings)"
+            printOut("configuration valid\(warned) (\(files))")
             return 0
         }
+        for warning in config.warnings { Diagnostics.warning(warning) }
         if options.dumpConfig {
             printOut("# Files: " + (config.files.isEmpty ? "(none; defaults)" : config.files.joined(separator: " ")))
             printOut(ConfigLoader.dump(config.settings))

@@ -150,9 +150,10 @@ enum JournalEntries {
         } else if names.contains(.configurationForConnecting) {
             id = MessageID.sessionConnected
             message = "\(subject) connected, \(last.state.name)\(via)."
-        } else if case .connect(_, true)? = group.first(where: { $0.name == .willConnectTo })?.detail {
+        } else if case .connect(let restoration, true)? = group.first(where: { $0.name == .willConnectTo })?.detail {
             id = MessageID.sessionReconnected
-            message = "\(subject) reconnected with its saved state, \(last.state.name)\(via)."
+            let saved = restoration == nil ? "with no saved state" : "with its saved state"
+            message = "\(subject) reconnected \(saved), \(last.state.name)\(via)."
         } else if last.name == .didDisconnect {
             id = MessageID.sessionDisconnected
             message = "\(subject) disconnected; session kept\(via)."

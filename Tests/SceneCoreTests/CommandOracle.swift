@@ -98,7 +98,7 @@ enum CommandOracle {
 
         case .connect(let request):
             let n = request.configurationName.utf8.count
-            if n == 0 || n > 255 { return .refused(.invalidArgument) }
+            if n == 0 || n > 255 || request.footprint > 1 << 40 { return .refused(.invalidArgument) }
             let id = SessionID(e.nextSessionNumber)
             let tail = request.background ? [P(.didEnterBackground, id)]
                                           : [P(.willEnterForeground, id), P(.didBecomeActive, id)]
@@ -158,12 +158,17 @@ enum CommandOracle {
                 return .events(resumeIfSuspended(s.app) + release + [P(.didDiscardSceneSessions, id)])
             }
 
-        case .saveState(let id, _), .saveUserInfo(let id, _), .setFootprint(let id, _), .setProtected(let id, _):
+        case .saveState(let id, _), .saveUserInfo(let id, _), .setProtected(let id, _):
             if case .failure(let err) = open(id) { return .refused(.exactly(err)) }
             return .events([])
 
-        case .setAppFootprint(let app, _):
-            return e.apps[app] == nil ? .refused(.exactly(.noSuchApp(app))) : .events([])
+        case .setFootprint(let id, let bytes):
+            if case .failure(let err) = open(id) { return .refused(.exactly(err)) }
+            return bytes > 1 << 40 ? .refused(.invalidArgument) : .events([])
+
+        case .setAppFootprint(let app, let bytes):
+            if e.apps[app] == nil { return .refused(.exactly(.noSuchApp(app))) }
+            return bytes > 1 << 40 ? .refused(.invalidArgument) : .events([])
 
         case .beginTask(let request):
             if request.name.utf8.count > 255 { return .refused(.invalidArgument) }

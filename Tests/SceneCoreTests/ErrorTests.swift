@@ -91,10 +91,29 @@ import Testing
         h.refuse(.beginTask(BeginTaskRequest()), .invalidArgument(name: "session", reason: "a task needs a session or an app"))
         h.refuse(.beginTask(BeginTaskRequest(app: maps, session: s1)),
                  .invalidArgument(name: "app", reason: "session s1 belongs to com.example.mail, not com.example.maps"))
+        let tooBig = "must be at most 1T (1099511627776 bytes)"
+        h.refuse(.connect(ConnectRequest(app: unknownApp, footprint: SceneSession.maxFootprint + 1)),
+                 .invalidArgument(name: "footprint", reason: tooBig))
+        h.refuse(.setFootprint(s1, .max), .invalidArgument(name: "footprint", reason: tooBig))
+        h.refuse(.setAppFootprint(mail, SceneSession.maxFootprint + 1), .invalidArgument(name: "footprint", reason: tooBig))
         // The limits themselves are accepted; an unknown app is not created by a refused connect.
         #expect(h.engine.apps[unknownApp] == nil)
+        h.steps(.setFootprint(s1, SceneSession.maxFootprint))
+        h.steps(.setAppFootprint(mail, SceneSession.maxFootprint))
         #expect(h.steps(.connect(ConnectRequest(app: mail, configurationName: String(repeating: "c", count: 255)))).count == 4)
         _ = h.beginTask(app: mail, name: String(repeating: "n", count: 255))
+    }
+
+    @Test("identifiers parse in their one canonical form: no sign, no leading zero, no overflow")
+    func identifierParsing() {
+        #expect(SessionID(parsing: "s42") == SessionID(42))
+        #expect(SessionID(parsing: "42") == SessionID(42))
+        #expect(TaskToken(parsing: "t7") == TaskToken(7))
+        #expect(SessionID(parsing: "s18446744073709551615") == SessionID(.max))
+        for text in ["s01", "007", "s0", "0", "s", "", "s-1", "s+1", "S1", "s1 ", "s18446744073709551616", "s4x"] {
+            #expect(SessionID(parsing: text) == nil, "\(text)")
+        }
+        #expect(TaskToken(parsing: "t01") == nil)
     }
 
     @Test func invalidTransitions() {
@@ -133,9 +152,9 @@ import Testing
         #expect(transition(.background(SessionID(4)))?.state == "archived")
         #expect(transition(.terminate(notes))?.state == "notRunning")
         #expect(transition(.launch(maps))?.state == "suspended")
-        #expect(transition(.beginTask(BeginTaskRequest(app: maps)))?.reason.contains("R21") == true)
-        #expect(transition(.disconnect(s1, cause: .reclaim(note)))?.reason.contains("R6") == true)
-        #expect(transition(.discard(s3, cause: .reclaim(note)))?.reason.contains("R12") == true)
+        #expect(transition(.beginTask(BeginTaskRequest(app: maps)))?.reason == "a suspended app runs no code")
+        #expect(transition(.disconnect(s1, cause: .reclaim(note)))?.reason == "reclaim only disconnects background scenes")
+        #expect(transition(.discard(s3, cause: .reclaim(note)))?.reason == "memory pressure never discards a session")
         #expect(d.map { LifecycleError.invalidTransition($0).description }
                 == "cannot deactivate session s3 (background): only a scene in the foreground can be deactivated")
     }

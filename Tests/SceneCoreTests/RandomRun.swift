@@ -298,6 +298,15 @@ struct CommandGenerator {
         }
     }
 
+    /// Usually below `limit`; now and then exactly the largest footprint allowed, or just over it.
+    mutating func footprint(below limit: Int) -> UInt64 {
+        switch rng.below(100) {
+        case 0: SceneSession.maxFootprint
+        case 1: SceneSession.maxFootprint + 1 + UInt64(rng.below(1 << 30))
+        default: UInt64(rng.below(limit))
+        }
+    }
+
     /// The next command and its time.
     mutating func next(_ engine: LifecycleEngine) -> (Command, Timestamp) {
         refresh(from: engine)
@@ -312,7 +321,7 @@ struct CommandGenerator {
             var request = ConnectRequest(app: app(allowGhost: false))
             request.background = rng.chance(30)
             if rng.chance(20) { request.userInfo = UserInfo(json: "{\"n\":\(rng.below(1000))}") }
-            request.footprint = UInt64(rng.below(1 << 20))
+            request.footprint = footprint(below: 1 << 20)
             request.role = rng.pick(SessionRole.allCases)!
             if rng.chance(2) { request.configurationName = rng.chance(50) ? "" : String(repeating: "x", count: 256) }
             else if rng.chance(30) { request.configurationName = "Config \(rng.below(3))" }
@@ -332,9 +341,9 @@ struct CommandGenerator {
             }
             command = .saveState(session(engine), data)
         case 63..<65: command = .saveUserInfo(session(engine), UserInfo(json: "{\"u\":\(rng.below(100))}"))
-        case 65..<67: command = .setFootprint(session(engine), UInt64(rng.below(1 << 24)))
+        case 65..<67: command = .setFootprint(session(engine), footprint(below: 1 << 24))
         case 67: command = .setProtected(session(engine), rng.chance(50))
-        case 68: command = .setAppFootprint(app(allowGhost: true), UInt64(rng.below(1 << 24)))
+        case 68: command = .setAppFootprint(app(allowGhost: true), footprint(below: 1 << 24))
         case 69..<76:
             var request = BeginTaskRequest(name: "task")
             switch rng.below(10) {

@@ -11,6 +11,7 @@ struct ConfigValueTests {
         ("3 hours", 10_800_000_000), ("10msec", 10_000), ("1s 500ms", 1_500_000),
         // A number without a unit is seconds, wherever it stands, as systemd reads it.
         ("1.5", 1_500_000), ("1min 30", 90_000_000), ("1h 30", 3_630_000_000),
+        ("1w", 604_800_000_000), ("2weeks", 1_209_600_000_000), ("1M", 2_629_800_000_000), ("1y", 31_557_600_000_000),
     ]
 
     @Test("time spans as systemd writes them", arguments: timeSpanCases)

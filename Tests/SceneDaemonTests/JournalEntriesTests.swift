@@ -135,6 +135,13 @@ struct JournalEntriesTests {
         let back = entries(try d.run(.activate(s)))
         #expect(back.map(\.messageID) == [MessageID.appSuspendedResumed, MessageID.sessionReconnected])
         #expect(back.last?.values("SCENED_EVENTS") == ["willConnectTo willEnterForeground didBecomeActive"])
+        #expect(back.last?.message == "Session \(s) of com.example.mail reconnected with no saved state, foregroundActive (willConnectTo, willEnterForeground, didBecomeActive).")
+
+        // With state-restoration data saved, the sentence says it was handed back.
+        _ = try d.run(.saveState(s, .json("{\"scroll\":1}")))
+        _ = try d.run(.disconnect(s))
+        let restored = entries(try d.run(.activate(s)))
+        #expect(restored.last?.message == "Session \(s) of com.example.mail reconnected with its saved state, foregroundActive (willConnectTo, willEnterForeground, didBecomeActive).")
     }
 
     @Test("termination: one entry naming every archived session")

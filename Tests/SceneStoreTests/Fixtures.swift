@@ -115,7 +115,7 @@ func driveEverything(_ d: inout Driver) throws {
     let s1 = try d.connect(ConnectRequest(app: mail, userInfo: UserInfo(json: #"{"a":1,"name":"Zoë 🎬"}"#),
                                           footprint: 1_000, restoreCostMs: 50, isProtected: true), at: at(1))
     let s2 = try d.connect(ConnectRequest(app: mail, role: .windowExternalDisplayNonInteractive,
-                                          configurationName: "Inbox", footprint: UInt64.max, background: true),
+                                          configurationName: "Inbox", footprint: SceneSession.maxFootprint, background: true),
                            at: at(2))
     try d.run(.saveState(s1, .json(#"{"scroll":3,"draft":"héllo"}"#)), at: at(3))
     try d.run(.saveState(s2, .bytes([0, 1, 2, 255, 0])), at: at(3.5))
