@@ -169,16 +169,18 @@ final class Daemon {
         case .committed(let through, let events, let starts):
             if !events.isEmpty {
                 service.publish(events)
-                logger.log(events, commandStarts: starts, pressure: reclaim.level)
+                logger.log(batch: through, events, commandStarts: starts, pressure: reclaim.level)
                 reclaim.noteActivations(events)
                 status.changed()
             }
+            logger.release(through: through)
             listener.settle(through: through, failure: nil)
         case .failed(let through, let error):
             logger.daemon(.err, MessageID.storageFailure,
                           "Commit to \(error.path) failed; those changes were not made and their callers were told: \(error.message)",
                           [("SCENED_STORE", error.path)])
             Diagnostics.error("commit failed, uncommitted changes dropped: \(error)")
+            logger.release(through: through)
             listener.settle(through: through, failure: Self.storageFailure(error))
             status.changed()
         }

@@ -58,4 +58,50 @@ final class JournalLogger {
     func daemon(_ priority: LogLevel, _ id: String, _ message: String, _ fields: [(String, String)] = []) {
         send(LogEntry(priority: priority, messageID: id, message: message, fields: fields))
     }
+
+    /// Entries about a batch still being gathered (the pressure its own changes caused): state
+    /// changes are logged once committed, so these wait for that batch and take their place
+    /// among its entries (`position`: how many of its events came before), and the journal
+    /// reads in the order things happened.
+    private var held: [(batch: UInt64, position: Int, entry: LogEntry)] = []
+
+    func daemon(batch: UInt64, position: Int, _ priority: LogLevel, _ id: String, _ message: String,
+                _ fields: [(String, String)] = []) {
+        guard wants(priority) else { return }
+        held.append((batch, position, LogEntry(priority: priority, messageID: id, message: message, fields: fields)))
+    }
+
+    /// Logs a committed batch's events with what was held for it, each at its place.
+    func log(batch: UInt64, _ events: [LifecycleEvent], commandStarts: [Int], pressure: PressureLevel) {
+        release(through: batch - 1)
+        guard let first = held.first, first.batch == batch else {
+            log(events, commandStarts: commandStarts, pressure: pressure)
+            return
+        }
+        var from = 0
+        while let next = held.first, next.batch == batch {
+            held.removeFirst()
+            let to = min(max(next.position, from), events.count)
+            logSlice(events, from, to, commandStarts, pressure)
+            send(next.entry)
+            from = to
+        }
+        logSlice(events, from, events.count, commandStarts, pressure)
+    }
+
+    /// Events `from..<to`, which start at a command's boundary, with their command starts.
+    private func logSlice(_ events: [LifecycleEvent], _ from: Int, _ to: Int, _ starts: [Int], _ pressure: PressureLevel) {
+        guard from < to else { return }
+        var local = starts.filter { $0 >= from && $0 < to }.map { $0 - from }
+        if local.first != 0 { local.insert(0, at: 0) }
+        log(Array(events[from..<to]), commandStarts: local, pressure: pressure)
+    }
+
+    /// Logs what was held for batches up to `batch` (settled with no events, or failed).
+    func release(through batch: UInt64) {
+        guard let first = held.first, first.batch <= batch else { return }
+        let due = held.prefix { $0.batch <= batch }
+        held.removeFirst(due.count)
+        for item in due { send(item.entry) }
+    }
 }

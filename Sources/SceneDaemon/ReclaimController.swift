@@ -39,7 +39,8 @@ final class ReclaimController {
         if changed {
             let old = level
             level = newLevel
-            logger.daemon(newLevel > old ? .notice : .info, MessageID.pressureChanged,
+            logger.daemon(batch: manager.gathering, position: manager.pending.events.count,
+                          newLevel > old ? .notice : .info, MessageID.pressureChanged,
                           "Memory pressure \(old.name) → \(newLevel.name); \(Format.bytes(usage)) of \(Format.bytes(monitor.budget)).",
                           [("SCENED_PRESSURE", newLevel.name), ("SCENED_PRESSURE_BEFORE", old.name),
                            ("SCENED_USAGE", String(usage)), ("SCENED_BUDGET", String(monitor.budget)),
@@ -86,7 +87,7 @@ final class ReclaimController {
         }
         if plan.unrelievable && !reportedUnrelievable {
             reportedUnrelievable = true
-            logger.daemon(.warning, MessageID.pressureUnrelievable,
+            logger.daemon(batch: manager.gathering, position: manager.pending.events.count, .warning, MessageID.pressureUnrelievable,
                           "Memory pressure \(level.name) cannot be relieved: only foreground and protected scenes remain; \(Format.bytes(usage)) of \(Format.bytes(monitor.budget)).",
                           [("SCENED_PRESSURE", level.name), ("SCENED_USAGE", String(usage)),
                            ("SCENED_BUDGET", String(monitor.budget))])

@@ -367,6 +367,36 @@ struct JournalLoggerTests {
         return (captured, logger.sent)
     }
 
+    @Test("entries held for a batch take their place among its changes; older batches' first")
+    func heldEntriesKeepTheirPlace() throws {
+        var d = Driver()
+        let (s1, connect) = try d.connect(mail)
+        let background = try d.run(.background(s1))
+        let warning = try d.run(.memoryWarning(apps: nil))
+        let logger = JournalLogger(level: .info, toJournal: false)
+        var captured: [String] = []
+        logger.sink = { captured.append($0.message) }
+        // Held for batch 2 (settled with no events), and for batch 3 after its first two commands.
+        logger.daemon(batch: 2, position: 0, .info, "x", "held for 2")
+        logger.daemon(batch: 3, position: connect.count + background.count, .notice, "x", "pressure changed")
+        logger.daemon(batch: 3, position: .max, .warning, "x", "at the end")
+        logger.daemon(batch: 4, position: 0, .info, "x", "not yet")
+        logger.daemon(batch: 3, position: 0, .debug, "x", "below the level")
+        let events = connect + background + warning
+        logger.log(batch: 3, events, commandStarts: [0, connect.count, connect.count + background.count], pressure: .warning)
+        #expect(captured == [
+            "held for 2",
+            "App com.example.mail launched (didFinishLaunching).",
+            "Session s1 of com.example.mail connected, foregroundActive (configurationForConnecting, willConnectTo, willEnterForeground, didBecomeActive).",
+            "Session s1 of com.example.mail is background (willResignActive, didEnterBackground).",
+            "pressure changed",
+            "App com.example.mail received a memory warning.",
+            "at the end",
+        ], "\(captured)")
+        logger.release(through: 4)
+        #expect(captured.last == "not yet")
+    }
+
     @Test("info and debug log every change")
     func infoLogsAll() throws {
         let events = try Self.mixedEvents()
