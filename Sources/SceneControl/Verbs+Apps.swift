@@ -15,8 +15,10 @@ extension Verb {
                           footer: Table.count(apps.count, "app", "apps"))
         for app in apps {
             let footprint = (app.integer("baseFootprint") ?? 0) + (app.integer("sceneFootprint") ?? 0)
+            // UIKit's application state describes a running process; a stopped one has none.
+            let running = app.text("process") != "notRunning"
             table.append([
-                app.text("id") ?? "?", app.text("process") ?? "?", app.text("state") ?? "?",
+                app.text("id") ?? "?", app.text("process") ?? "?", running ? app.text("state") ?? "?" : "-",
                 String(app.integer("sessions") ?? 0), String(app.integer("liveSessions") ?? 0),
                 String(app.objects("tasks").count), ByteSize.format(footprint),
             ])
@@ -43,7 +45,7 @@ extension Verb {
         }
         block.add("Process", processLine)
         if let suspends = app.integer("suspendsAt") { block.add("Suspends", time.timestampWithRelative(suspends, now: now)) }
-        block.add("State", app.text("state") ?? "?")
+        block.add("State", process == "notRunning" ? "- (not running)" : app.text("state") ?? "?")
         block.add("Launches", String(int("launches")))
         block.add("Sessions", "\(int("sessions")) (\(int("liveSessions")) live)")
         block.add("Scenes", "\(int("foregroundActiveScenes")) foreground-active, \(int("foregroundInactiveScenes")) foreground-inactive, \(int("backgroundScenes")) background")

@@ -85,17 +85,20 @@ extension Verb {
         block.add("Last active", int("lastActiveAt") > 0 ? time.timestampWithRelative(int("lastActiveAt"), now: now) : "never")
         block.add("Activations", String(int("activations")))
         block.add("Restores", String(int("restores")))
-        block.add("User info", session["userInfo"].map { $0.description } ?? "{}")
+        block.add("User info", session["userInfo"].map(jsonSummary) ?? "{}")
         block.add("Restoration", restorationSummary(session.object("restoration")))
         return block.render()
     }
 
+    /// The JSON itself when short; "JSON, 4.2K" when it would flood the terminal (--json shows it).
+    static func jsonSummary(_ json: JSONValue) -> String {
+        let text = json.serializedString()
+        return text.utf8.count <= 160 ? text : "JSON, \(ByteSize.format(UInt64(text.utf8.count)))"
+    }
+
     /// "none", the JSON itself when short, "JSON, 4.2K" or "binary, 1.5K".
     static func restorationSummary(_ restoration: JSONObject?) -> String {
-        if let json = restoration?["json"], json != .null {
-            let text = json.serializedString()
-            return text.utf8.count <= 160 ? text : "JSON, \(ByteSize.format(UInt64(text.utf8.count)))"
-        }
+        if let json = restoration?["json"], json != .null { return jsonSummary(json) }
         if let base64 = restoration?.text("base64") {
             let padding = base64.reversed().prefix { $0 == "=" }.count
             return "binary, \(ByteSize.format(UInt64(base64.utf8.count / 4 * 3 - padding)))"

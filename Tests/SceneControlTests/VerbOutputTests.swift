@@ -110,14 +110,18 @@ import Varlink
         #expect(Verb.restorationSummary(["base64": "AAEC/w=="]) == "binary, 4B")
         let big: JSONObject = ["json": .object(["text": .string(String(repeating: "x", count: 300))])]
         #expect(Verb.restorationSummary(big) == "JSON, 311B")
+        var chatty = Fixtures.session("s8")
+        chatty["userInfo"] = .object(["text": .string(String(repeating: "y", count: 2000))])
+        let long = ctl(["show", "s8", "-n", "0"], replies: ["GetSession": [.success(["session": .object(chatty)])]])
+        #expect(long.out.contains("User info: JSON, 1.9K\n"), "\(long.out)")
     }
 
     @Test func appsTableAndShowApp() {
         let result = ctl(["apps"], replies: ["ListApps": [.success(Fixtures.apps)]])
         #expect(result.out == """
-            APP               PROCESS    STATE      SESSIONS LIVE TASKS FOOTPRINT
-            com.example.mail  running    active            3    2     1    120.0M
-            org.example.notes notRunning background        1    0     0        0B
+            APP               PROCESS    STATE  SESSIONS LIVE TASKS FOOTPRINT
+            com.example.mail  running    active        3    2     1    120.0M
+            org.example.notes notRunning -             1    0     0        0B
 
             2 apps listed.
 
@@ -138,6 +142,7 @@ import Varlink
         let notes = Fixtures.apps.objects("apps")[1]
         let stopped = ctl(["show-app", "org.example.notes"], replies: ["GetApp": [.success(["app": .object(notes)])]])
         #expect(stopped.out.hasPrefix("○ org.example.notes\n            Process: notRunning\n"))
+        #expect(stopped.out.contains("State: - (not running)\n"))
         #expect(stopped.out.contains("Pending discards: s9\n"))
         #expect(stopped.out.contains("Tasks: none\n"))
     }
