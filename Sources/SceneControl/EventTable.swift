@@ -60,6 +60,7 @@ enum EventTable {
     private static let widths = (seq: 7, time: 15, event: 26, app: 24, session: 8)
 
     static let monitorHeader = line("SEQ", "TIME", "EVENT", "APP", "SESSION", "STATE")
+        + String(repeating: " ", count: 19 - "STATE".count) + "DETAIL"
 
     static func monitorLine(_ event: JSONObject, time: TimeFormatter) -> String {
         let base = line(String(event.integer("seq") ?? 0), time.clockTime(event.integer("time") ?? 0), event.text("event") ?? "?",

@@ -19,15 +19,16 @@ extension Verb {
             if invocation.context.exitOnInterrupt { Interrupts.exitQuietly() }
             var headerShown = invocation.global.noLegend || invocation.global.json
             try invocation.callMore("Monitor", parameters) { reply in
-                // The first reply has no event: it only says the subscription is in place.
+                // The header as soon as the daemon accepted the subscription (its first reply,
+                // which has no event), so that a quiet stream visibly waits.
+                if !headerShown {
+                    try invocation.line(EventTable.monitorHeader)
+                    headerShown = true
+                }
                 guard let event = reply.object("event") else { return true }
                 if invocation.global.json {
                     try invocation.json(event)
                 } else {
-                    if !headerShown {
-                        try invocation.line(EventTable.monitorHeader)
-                        headerShown = true
-                    }
                     try invocation.line(EventTable.monitorLine(event, time: invocation.time))
                 }
                 return true

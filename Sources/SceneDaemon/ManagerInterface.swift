@@ -316,7 +316,8 @@ method ClearPressure() -> (pressure: Pressure)
 method Reload() -> (configFiles: []string)
 
 # Streams events (requires "more"): from sequence number since (as far back as the event log
-# reaches) or from now, optionally only one app's or one session's.
+# reaches) or from now, optionally only one app's or one session's (NoSuchSession if that
+# session id was never given out; a discarded session's history can still be followed).
 method Monitor(app: ?string, session: ?string, since: ?int) -> (event: Event)
 
 error NoSuchSession (session: string, message: string)

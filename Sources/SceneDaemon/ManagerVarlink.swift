@@ -422,6 +422,10 @@ final class ManagerVarlink {
         guard call.more else { throw .expectedMore() }
         let app = try p.optionalApp("app")
         let session = try p.optionalSession("session")
+        if let session, session.rawValue >= manager.engine.nextSessionNumber {
+            // Never allocated, so a typo: ids are not handed out in advance to wait for.
+            throw Self.error(for: .noSuchSession(session))
+        }
         let next = manager.committedNextSequence
         var stream = MonitorStream(app: app, session: session, backlogNext: nil, liveFrom: next)
         if p.has("since") {

@@ -101,6 +101,9 @@ struct MonitorCommandTests {
         #expect(connected.status == 0 && connected.stdout == "s1\n", "\(connected.summary)")
         let missing = try ctl(["activate", "s99"])
         #expect(missing.status == 4 && missing.stderr.contains("s99"), "\(missing.summary)")
+        // A monitor of a session that never existed is a typo, not a stream that never speaks.
+        let never = try ctl(["monitor", "--session", "s99"])
+        #expect(never.status == 4 && never.stderr.contains("s99") && never.stdout.isEmpty, "\(never.summary)")
         let refused = try ctl(["deactivate", "s1"])
         #expect(refused.status == 1 && !refused.stderr.isEmpty, "\(refused.summary)")
         let usage = try ctl(["activate", "not-a-session"])

@@ -109,12 +109,16 @@ import Varlink
         let line = EventTable.monitorLine(event, time: utc)
         #expect(line == "   1042 16:40:01.000042 didBecomeActive            com.example.mail         s42      foregroundActive")
         let header = EventTable.monitorHeader
-        #expect(header == "    SEQ TIME            EVENT                      APP                      SESSION  STATE")
+        #expect(header == "    SEQ TIME            EVENT                      APP                      SESSION  STATE              DETAIL")
         // Columns line up with the header.
         for column in ["TIME", "EVENT", "APP", "SESSION", "STATE"] {
             let offset = header.distance(from: header.startIndex, to: header.firstRange(of: column)!.lowerBound)
             #expect(line[line.index(line.startIndex, offsetBy: offset - 1)] == " ", "\(column)")
         }
+        let detailed = EventTable.monitorLine(["seq": 9, "time": .int(moment), "event": "terminated", "app": "com.example.mail",
+                                               "session": "s42", "state": "notRunning", "reason": "requested"], time: utc)
+        #expect(detailed.firstRange(of: "requested")?.lowerBound.utf16Offset(in: detailed)
+                == header.firstRange(of: "DETAIL")?.lowerBound.utf16Offset(in: header), "\(detailed)")
         let discard: JSONObject = ["seq": 7, "time": 0, "event": "didDiscardSceneSessions", "app": "com.example.mail",
                                    "sessions": ["s1", "s2"], "state": "running"]
         #expect(EventTable.sessionCell(discard) == "s1,s2")

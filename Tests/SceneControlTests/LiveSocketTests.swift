@@ -38,7 +38,7 @@ import Varlink
         let status = Self.run(["monitor", "--app", "com.example.mail", "--since", "1"], on: daemon, out: out, err: err)
         #expect(status == 3)
         #expect(out.lines == [
-            "    SEQ TIME            EVENT                      APP                      SESSION  STATE",
+            "    SEQ TIME            EVENT                      APP                      SESSION  STATE              DETAIL",
             "      1 16:40:01.000001 willEnterForeground        com.example.mail         s1       foregroundActive",
             "      2 16:40:01.000002 didBecomeActive            com.example.mail         s1       foregroundActive",
             "      3 16:40:01.000003 willResignActive           com.example.mail         s1       foregroundActive",
