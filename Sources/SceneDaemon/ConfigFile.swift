@@ -72,8 +72,25 @@ struct ConfigError: Error, CustomStringConvertible {
     var path: String
     var line: Int?
     var message: String
+    /// Further problems found in the same pass, so that one round of fixes can deal with all.
+    var others: [ConfigError] = []
 
+    init(path: String, line: Int?, message: String) {
+        self.path = path
+        self.line = line
+        self.message = message
+    }
+
+    /// The first problem on one line (STATUS=, the journal), counting the rest.
     var description: String {
+        let more = others.isEmpty ? "" : " (and \(others.count) more problem\(others.count == 1 ? "" : "s"))"
+        return located + more
+    }
+
+    /// Every problem, one per line (stderr).
+    var report: String { ([self] + others).map(\.located).joined(separator: "\n") }
+
+    private var located: String {
         if let line { return "\(path):\(line): \(message)" }
         return "\(path): \(message)"
     }

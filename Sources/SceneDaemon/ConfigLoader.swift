@@ -55,6 +55,9 @@ struct ConfigLoader {
     func load() throws(ConfigError) -> Result {
         var settings = DaemonSettings()
         var warnings: [String] = []
+        // Every problem is collected (a bad value leaves its default in place and the pass goes
+        // on), so that a check reports them all at once.
+        var problems: [ConfigError] = []
         // Where each key was last set: index into `list` (the order files are applied), line.
         var origins: [String: (file: Int, line: Int)] = [:]
         let list = files()
@@ -65,9 +68,17 @@ struct ConfigLoader {
             let text: String
             switch readFile(path) {
             case .success(let t): text = t
-            case .failure(let failure): throw ConfigError(path: path, line: nil, message: failure.message)
+            case .failure(let failure):
+                problems.append(ConfigError(path: path, line: nil, message: failure.message))
+                continue
             }
-            let file = try ConfigFile.parse(path: path, text: text)
+            let file: ConfigFile
+            do {
+                file = try ConfigFile.parse(path: path, text: text)
+            } catch {
+                problems.append(error)
+                continue
+            }
             for a in file.assignments {
                 guard let key = SettingKey.find(section: a.section, key: a.key) else {
                     let known = SettingKey.all.contains { $0.section == a.section }
@@ -75,7 +86,8 @@ struct ConfigLoader {
                     continue
                 }
                 if let message = key.apply(&settings, a.value) {
-                    throw ConfigError(path: path, line: a.line, message: "\(message) (found \"\(a.value)\")")
+                    problems.append(ConfigError(path: path, line: a.line, message: "\(message) (found \"\(a.value)\")"))
+                    continue
                 }
                 origins[key.qualifiedName] = (index, a.line)
             }
@@ -87,14 +99,18 @@ struct ConfigLoader {
             return ConfigError(path: origin.map { list[$0.file] } ?? "configuration", line: origin?.line, message: message)
         }
         if !settings.watermarks.isValid {
-            throw crossError(["CriticalWatermark", "HighWatermark", "LowWatermark"],
-                             "watermarks must satisfy LowWatermark < HighWatermark <= CriticalWatermark")
+            problems.append(crossError(["CriticalWatermark", "HighWatermark", "LowWatermark"],
+                                       "watermarks must satisfy LowWatermark < HighWatermark <= CriticalWatermark"))
         }
         // A stall can grow by at most the window's length per window: a longer threshold could
         // never be reached (and the kernel refuses such a trigger with EINVAL).
         if settings.psiWarningStall > settings.psiWindow || settings.psiCriticalStall > settings.psiWindow {
-            throw crossError(["PSIWarningStallSec", "PSICriticalStallSec", "PSIWindowSec"],
-                             "PSIWarningStallSec= and PSICriticalStallSec= must not exceed PSIWindowSec=")
+            problems.append(crossError(["PSIWarningStallSec", "PSICriticalStallSec", "PSIWindowSec"],
+                                       "PSIWarningStallSec= and PSICriticalStallSec= must not exceed PSIWindowSec="))
+        }
+        if var first = problems.first {
+            first.others = Array(problems.dropFirst())
+            throw first
         }
         return Result(settings: settings, files: list, warnings: warnings)
     }

@@ -30,7 +30,8 @@ public enum DaemonMain {
         do {
             config = try loader.load()
         } catch {
-            if options.checkConfig { printError("\(error)"); return 1 }
+            if options.checkConfig { printError(error.report); return 1 }
+            if !error.others.isEmpty { printError(error.report) }
             return fail("configuration: \(error)", errno: EINVAL)
         }
         if options.checkConfig {

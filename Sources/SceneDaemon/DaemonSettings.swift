@@ -134,7 +134,7 @@ struct SettingKey: Sendable {
             return nil
         }, show: { $0.pressureSources.map(\.rawValue).joined(separator: " ") }),
         SettingKey(section: "Pressure", key: "MemoryBudget", apply: { s, v in
-            guard let bytes = ConfigValues.bytes(v), bytes > 0 else { return "MemoryBudget= must be a size such as 8G" }
+            guard let bytes = ConfigValues.bytes(v), bytes > 0 else { return "MemoryBudget= must be a positive size such as 8G" }
             s.memoryBudget = bytes
             return nil
         }, show: { ConfigValues.formatBytes($0.memoryBudget) }),
@@ -171,7 +171,7 @@ struct SettingKey: Sendable {
 
     static func percentKey(_ key: String, _ path: WritableKeyPath<DaemonSettings, Double> & Sendable) -> SettingKey {
         SettingKey(section: "Pressure", key: key, apply: { s, v in
-            guard let fraction = ConfigValues.percent(v), fraction > 0 else { return "\(key)= must be a percentage such as 90%" }
+            guard let fraction = ConfigValues.percent(v), fraction > 0 else { return "\(key)= must be a percentage above 0% and at most 100%, such as 90%" }
             s[keyPath: path] = fraction
             return nil
         }, show: { ConfigValues.formatPercent($0[keyPath: path]) })

@@ -214,7 +214,7 @@ final class ManagerVarlink {
                 var e = JSONObject()
                 e["file"] = .string(error.path)
                 if let line = error.line { e["line"] = .int(Int64(line)) }
-                e["message"] = .string(error.description)
+                e["message"] = .string(error.report)
                 throw VarlinkError(name: ManagerInterface.name + ".ConfigurationError", parameters: e)
             }
         }

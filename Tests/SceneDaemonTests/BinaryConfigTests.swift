@@ -23,6 +23,29 @@ struct BinaryConfigTests {
         #expect(none.stdout == "configuration valid (no configuration files; defaults apply)\n")
     }
 
+    @Test("--check-config reports every problem in one pass, each with its file and line")
+    func checkReportsEveryProblem() throws {
+        let scened = try Binaries.require(Binaries.scened)
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let main = try dir.write("etc/scened/scened.conf",
+                                 "[Pressure]\nMemoryBudget=8Q\nLowWatermark=150%\n[Lifecycle]\nSuspendDelaySec=abc\n")
+        let broken = try dir.write("etc/scened/scened.conf.d/50-broken.conf", "[Daemon]\nLogLevel info\n")
+        let r = try run([scened, "--config-root", dir.path, "--check-config"])
+        #expect(r.status == 1)
+        #expect(r.stdout.isEmpty)
+        let lines = r.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.count == 4, "stderr: \(r.stderr)")
+        #expect(lines.map { $0.prefix { $0 != " " } } == ["\(main):2:", "\(main):3:", "\(main):5:", "\(broken):2:"],
+                "stderr: \(r.stderr)")
+        #expect(lines[1].contains("at most 100%"), "stderr: \(r.stderr)")
+
+        // Starting with it fails the same way: every problem on stderr, the first in STATUS=.
+        let start = try run([scened, "--config-root", dir.path, "--socket", dir.path + "/sock", "--state-dir", dir.path + "/state"])
+        #expect(start.status == 1)
+        #expect(start.stderr.contains("\(broken):2:") && start.stderr.contains("(and 3 more problems)"), "stderr: \(start.stderr)")
+    }
+
     @Test("--check-config: exit 1 with file:line on an error", arguments: [
         ("[Daemon]\nLogLevel=info\n\nMaxConnections=lots\n", 4),
         ("[Daemon]\nLogLevel info\n", 2),
