@@ -50,7 +50,7 @@ public struct GlobalOptions: Sendable, Equatable {
     static let specs: [OptionSpec] = [
         OptionSpec("socket", value: "PATH", "Talk to the daemon at PATH (default: $SCENED_SOCKET, else the first that exists of $XDG_RUNTIME_DIR/scened/io.scened.Manager, /run/scened/io.scened.Manager and /tmp/scened-UID/io.scened.Manager)"),
         OptionSpec("json", "Print machine-readable JSON: the reply as one compact object; for monitor and logs one object per line"),
-        OptionSpec("verbose", short: "v", "After a change, print the events it caused"),
+        OptionSpec("verbose", short: "v", "After a change, print the events it caused (reclaim that pressure sets off follows on its own: see monitor)"),
         OptionSpec("no-legend", "Omit table headers and footers"),
         OptionSpec("help", short: "h", "Show this help (COMMAND --help: the command's)"),
         OptionSpec("version", "Show scenectl's version"),

@@ -14,6 +14,7 @@ extension Verb {
     static let pressureSet = Verb(
         "pressure set", section: .daemon, synopsis: "warning|critical [--for DURATION]",
         summary: "Force a pressure level, until cleared or for DURATION (30s, 5min)",
+        details: "The forced level joins the other sources (the highest wins) and lasts until 'pressure clear', until DURATION lapses, or until scened stops: it is not kept across a restart.",
         options: [OptionSpec("for", value: "DURATION", "Lapse after DURATION (systemd time span: 30s, 5min, 1h)")],
         arguments: 1...1,
         run: { invocation in
