@@ -100,7 +100,7 @@ final class Daemon {
         _ = loop.enableWatchdog()
         status.sendNow("READY=1\n")
         logger.daemon(.info, MessageID.daemonReady,
-                      "scened \(Self.version) ready on \(socketPath); \(manager.engine.sessions.count) sessions of \(manager.engine.apps.count) apps restored.",
+                      "scened \(Self.version) ready on \(socketPath); \(Format.count(manager.engine.sessions.count, "session")) of \(Format.count(manager.engine.apps.count, "app")) restored.",
                       [("SCENED_SOCKET", socketPath), ("SCENED_SESSIONS", String(manager.engine.sessions.count))])
         let code = try loop.run()
         // A clean, committed shutdown: everything gathered is committed before exiting.
@@ -114,7 +114,7 @@ final class Daemon {
         monitor.psi?.stop()
         if ownsSocket { unlink(socketPath) }
         logger.daemon(.info, MessageID.daemonStopped,
-                      "scened stopped with \(manager.engine.sessions.count) sessions of \(manager.engine.apps.count) apps.",
+                      "scened stopped with \(Format.count(manager.engine.sessions.count, "session")) of \(Format.count(manager.engine.apps.count, "app")).",
                       [("SCENED_SESSIONS", String(manager.engine.sessions.count))])
         return code
     }

@@ -231,4 +231,7 @@ enum Format {
         }
         return "\(n)B"
     }
+
+    /// "1 session", "2 sessions".
+    static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
 }
