@@ -140,19 +140,26 @@ struct JSONReader {
             pos += 1
             skipWhitespace()
             object.appendNew(key, try parseValue())
+            if try endOfMember(closing: UInt8(ascii: "}")) { return object }
+        }
+    }
+
+    /// After an object member or array element: a comma (false, and on to the next) or the
+    /// container's closing byte (true, and the container is left).
+    private mutating func endOfMember(closing: UInt8) throws(JSONError) -> Bool {
+        skipWhitespace()
+        guard pos < end else { throw failure(.unexpectedEnd) }
+        switch base[pos] {
+        case UInt8(ascii: ","):
+            pos += 1
             skipWhitespace()
-            guard pos < end else { throw failure(.unexpectedEnd) }
-            switch base[pos] {
-            case UInt8(ascii: ","):
-                pos += 1
-                skipWhitespace()
-            case UInt8(ascii: "}"):
-                pos += 1
-                depth -= 1
-                return object
-            default:
-                throw unexpectedByte()
-            }
+            return false
+        case closing:
+            pos += 1
+            depth -= 1
+            return true
+        default:
+            throw unexpectedByte()
         }
     }
 
@@ -167,19 +174,7 @@ struct JSONReader {
         array.reserveCapacity(4)
         while true {
             array.append(try parseValue())
-            skipWhitespace()
-            guard pos < end else { throw failure(.unexpectedEnd) }
-            switch base[pos] {
-            case UInt8(ascii: ","):
-                pos += 1
-                skipWhitespace()
-            case UInt8(ascii: "]"):
-                pos += 1
-                depth -= 1
-                return array
-            default:
-                throw unexpectedByte()
-            }
+            if try endOfMember(closing: UInt8(ascii: "]")) { return array }
         }
     }
 }

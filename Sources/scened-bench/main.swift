@@ -118,6 +118,16 @@ func say(_ text: String) {
 }
 
 /// CPU time this process (the client) used so far, seconds.
+/// `transitions` with the CPU the daemon and this client used meanwhile, in % of one CPU.
+func measuredTransitions(_ daemon: BenchDaemon, connections: Int) throws
+    -> (count: Int, seconds: Double, daemonCPU: Int, clientCPU: Int) {
+    let cpu0 = daemon.cpuSeconds()
+    let client0 = clientCPUSeconds()
+    let (n, s) = try transitions(daemon, connections: connections)
+    let percent = { (cpu: Double) in Int((cpu / s * 100).rounded()) }
+    return (n, s, percent(daemon.cpuSeconds() - cpu0), percent(clientCPUSeconds() - client0))
+}
+
 func clientCPUSeconds() -> Double {
     var usage = rusage()
     getrusage(RUSAGE_SELF.rawValue, &usage)
@@ -150,12 +160,8 @@ func daemonFigures() throws {
     let rttA = try roundTrips(daemon, method: "GetSession", parameters: ["session": "s1"], count: 2000)
     say("round trip GetSession: median \(us(rttA[rttA.count / 2])), p99 \(us(rttA[rttA.count * 99 / 100]))")
     for conns in [1, 8] {
-        let cpu0 = daemon.cpuSeconds()
-        let client0 = clientCPUSeconds()
-        let (n, s) = try transitions(daemon, connections: conns)
-        let cpu = daemon.cpuSeconds() - cpu0
-        let client = clientCPUSeconds() - client0
-        say("transitions, \(conns) connection\(conns == 1 ? "" : "s"), window 512: \(perSecond(n, s)) /s (\(n) in \(ms(s)); CPU: daemon \(Int((cpu / s * 100).rounded()))%, client \(Int((client / s * 100).rounded()))%)")
+        let run = try measuredTransitions(daemon, connections: conns)
+        say("transitions, \(conns) connection\(conns == 1 ? "" : "s"), window 512: \(perSecond(run.count, run.seconds)) /s (\(run.count) in \(ms(run.seconds)); CPU: daemon \(run.daemonCPU)%, client \(run.clientCPU)%)")
     }
     let created = try createSessions(daemon, count: sessionCount - 10_000, firstApp: 10_000)
     say("created \(sessionCount - 10_000) more sessions in \(ms(created)) (\(perSecond(sessionCount - 10_000, created)) Connect/s)")
@@ -179,12 +185,8 @@ func durableFigures() throws {
         _ = try createSessions(daemon, count: sessionCount)
         var line = "Durability=\(durability):"
         for conns in [1, 8] {
-            let cpu0 = daemon.cpuSeconds()
-            let client0 = clientCPUSeconds()
-            let (n, s) = try transitions(daemon, connections: conns)
-            let cpu = daemon.cpuSeconds() - cpu0
-            let client = clientCPUSeconds() - client0
-            line += " \(conns) conn \(perSecond(n, s)) /s (CPU daemon \(Int((cpu / s * 100).rounded()))%, client \(Int((client / s * 100).rounded()))%);"
+            let run = try measuredTransitions(daemon, connections: conns)
+            line += " \(conns) conn \(perSecond(run.count, run.seconds)) /s (CPU daemon \(run.daemonCPU)%, client \(run.clientCPU)%);"
         }
         say(line)
         daemon.stop()
