@@ -80,7 +80,13 @@ struct ConfigLoader {
                 continue
             }
             for a in file.assignments {
-                guard let key = SettingKey.find(section: a.section, key: a.key) else {
+                var found = SettingKey.find(section: a.section, key: a.key)
+                if found == nil, let moved = SettingKey.moved["[\(a.section)] \(a.key)"] {
+                    // Older files keep working; the operator is told where the key lives now.
+                    found = SettingKey.find(section: moved, key: a.key)
+                    warnings.append("\(path):\(a.line): \(a.key)= belongs in [\(moved)] now (it was in [\(a.section)]); applied")
+                }
+                guard let key = found else {
                     let known = SettingKey.all.contains { $0.section == a.section }
                     warnings.append("\(path):\(a.line): unknown \(known ? "key \"\(a.key)\" in section [\(a.section)]" : "section [\(a.section)]"), ignoring")
                     continue

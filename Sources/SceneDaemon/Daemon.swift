@@ -6,10 +6,12 @@ import Varlink
 
 /// The running daemon: one sd-event loop that owns the Manager, the socket and the store.
 ///
-/// Each wake-up handles whatever is ready (calls, timers), then a low-priority deferred step
-/// runs the reclaim policy, commits everything changed in one transaction, publishes the
-/// committed events (monitors, journal), and only then writes the replies (reply-after-commit
-/// with group commit).
+/// Work happens in passes: a pass serves the clients that are ready (each within its budget,
+/// round robin), runs the reclaim policy, hands what changed to the commit thread as one batch
+/// (unless one is in flight: then the batch keeps growing, group commit), and writes what can
+/// be written. When a batch is committed its events are published (monitors, journal) and
+/// only then are the replies that depend on it released (reply-after-commit), and the next
+/// batch goes to the commit thread at once. WATCHDOG=1 is sent from completed passes only.
 final class Daemon {
     let options: DaemonOptions
     private(set) var settings: DaemonSettings
@@ -17,7 +19,7 @@ final class Daemon {
     let loader: ConfigLoader
     let loop: EventLoop
     let manager: Manager
-    let listener: VarlinkListener
+    let server: VarlinkServer
     let service: ManagerVarlink
     let logger: JournalLogger
     let monitor: PressureMonitor
@@ -28,10 +30,11 @@ final class Daemon {
     private var engineTimer: TimerSource?
     private var commitDone: IOSource?
     private var reclaimTimer: TimerSource?
-    private var finishStep: DeferSource?
-    private var finishing = false
-    /// Work was queued while finishing (a paused client resumed and sent more): run again.
-    private var finishAgain = false
+    private var passStep: DeferSource?
+    private var heartbeat: TimerSource?
+    private var watchdog = ServingWatchdog(interval: nil)
+    /// Test hook: a source that is always ready, to show that the watchdog sees a livelock.
+    private var livelock: DeferSource?
     private var status: StatusReporter!
     /// Set when the last reload failed, shown in STATUS= until the next good one.
     private var reloadError: String?
@@ -55,27 +58,25 @@ final class Daemon {
                                   simulated: settings.pressureSources.contains(.simulated))
         reclaim = ReclaimController(manager: manager, monitor: monitor, logger: logger,
                                     policy: ReclaimPolicy(configuration: settings.reclaimConfiguration))
-        listener = VarlinkListener(loop: loop, listenFD: listenFD, path: socketPath)
-        listener.maxConnections = settings.maxConnections
-        service = try ManagerVarlink(manager: manager, listener: listener, version: Self.version,
+        server = try VarlinkServer(loop: loop, listenFD: listenFD, path: socketPath, limits: settings.limits)
+        service = try ManagerVarlink(manager: manager, server: server, version: Self.version,
                                      startedAt: Clock.monotonic.now(), testHooks: TestingInterface.enabled)
     }
 
     func start() throws {
         let me = Unmanaged.passUnretained(self)
         service.daemon = self
-        listener.handleCall = { call, conn in me.takeUnretainedValue().service.handle(call, on: conn) }
-        listener.requestFlush = { me.takeUnretainedValue().requestFinish() }
-        listener.currentBatch = { me.takeUnretainedValue().manager.gathering }
+        server.handleCall = { call, conn in me.takeUnretainedValue().service.handle(call, on: conn) }
+        server.requestPass = { me.takeUnretainedValue().requestPass() }
+        server.currentBatch = { me.takeUnretainedValue().manager.gathering }
+        server.produceStream = { conn in me.takeUnretainedValue().service.produce(conn) }
         if let writer = manager.writer {
-            // Medium priority: a finished commit releases replies before new calls are read.
+            // Before any pass: a finished commit releases replies and starts the next batch.
             commitDone = try loop.addIO(fd: writer.completionFD, events: .readable, priority: -10) { _ in
                 me.takeUnretainedValue().onCommitFinished()
             }
         }
-        listener.produceStream = { conn in me.takeUnretainedValue().service.produce(conn) }
-        // Numerically larger = less urgent: runs once every ready socket has been handled.
-        finishStep = try loop.addDefer(priority: 100) { me.takeUnretainedValue().finishIteration() }
+        passStep = try loop.addDefer(priority: 0) { me.takeUnretainedValue().pass() }
         engineTimer = try loop.addTimer(at: UInt64.max, accuracy: 1_000, priority: 0) { me.takeUnretainedValue().onTimer() }
         engineTimer?.disarm()
         reclaimTimer = try loop.addTimer(at: UInt64.max, accuracy: 1_000, priority: 0) { me.takeUnretainedValue().onTimer() }
@@ -89,28 +90,37 @@ final class Daemon {
         status = StatusReporter(loop: loop, interval: UInt64(max(settings.statusInterval, 0))) {
             me.takeUnretainedValue().statusLine()
         }
+        watchdog = ServingWatchdog(interval: ServiceManager.watchdogInterval())
+        if let period = watchdog.heartbeat {
+            // An idle daemon has no passes of its own: ask for one often enough to ping.
+            heartbeat = try loop.addTimer(at: loop.nowMonotonic + period, accuracy: period / 10, priority: 0) {
+                let daemon = me.takeUnretainedValue()
+                daemon.heartbeat?.reschedule(after: period)
+                daemon.requestPass()
+            }
+        }
         applyPSI()
-        try listener.start()
+        try server.start()
         // Restored state may have deadlines already past: fire them now, with their events.
         manager.tick()
-        finishIteration()
+        pass()
     }
 
     func run() throws -> Int32 {
-        _ = loop.enableWatchdog()
         status.sendNow("READY=1\n")
+        if watchdog.passCompleted(now: loop.nowMonotonic) { ServiceManager.notify("WATCHDOG=1") }
         logger.daemon(.info, MessageID.daemonReady,
                       "scened \(Self.version) ready on \(socketPath); \(Format.count(manager.engine.sessions.count, "session")) of \(Format.count(manager.engine.apps.count, "app")) restored.",
                       [("SCENED_SOCKET", socketPath), ("SCENED_SESSIONS", String(manager.engine.sessions.count))])
         let code = try loop.run()
         // A clean, committed shutdown: everything gathered is committed before exiting.
-        finishIteration()
+        pass()
         while manager.isCommitting || manager.hasPending {
             apply(manager.drain())
             apply(manager.startCommit())
         }
-        listener.flush()
-        listener.closeAll()
+        server.flush()
+        server.closeAll()
         monitor.psi?.stop()
         if ownsSocket { unlink(socketPath) }
         logger.daemon(.info, MessageID.daemonStopped,
@@ -124,41 +134,47 @@ final class Daemon {
         loop.exit(code: 0)
     }
 
-    private func requestFinish() {
-        if finishing {
-            finishAgain = true
-            return
-        }
-        finishStep?.trigger()
+    private func requestPass() {
+        passStep?.trigger()
     }
 
     private func onTimer() {
         manager.tick()
-        requestFinish()
+        requestPass()
     }
 
-    /// The end of a loop iteration: reclaim, hand the batch to the writer (or settle it at once
-    /// if it changed nothing), let paused clients go on, write what can be written, re-arm
-    /// timers.
-    private func finishIteration() {
-        finishing = true
-        finishAgain = false
-        defer {
-            finishing = false
-            if finishAgain { finishStep?.trigger() }
-        }
+    /// One pass: serve the ready clients, reclaim, start a commit if none is in flight, write,
+    /// re-arm the timers, and — having served — feed the watchdog.
+    private func pass() {
+        server.beginPass()
+        server.serve()
         reclaim.evaluate()
-        apply(manager.startCommit())
-        listener.endTurn()
-        listener.flush()
+        startCommit()
+        server.enforceGlobalLimits()
+        server.flush()
         rearmEngineTimer()
+        if watchdog.passCompleted(now: loop.nowMonotonic) { ServiceManager.notify("WATCHDOG=1") }
+        if server.hasWork { requestPass() }
     }
 
-    /// The writer finished a batch: publish it and release its replies, then start the next.
+    /// Hands the gathered changes to the commit thread (or settles a batch that changed
+    /// nothing at once), unless a batch is in flight.
+    private func startCommit() {
+        guard !manager.isCommitting else { return }
+        apply(manager.startCommit())
+        if manager.isCommitting { watchdog.commitStarted(now: loop.nowMonotonic) }
+        server.batchBegan()
+    }
+
+    /// The writer finished a batch: publish it, release its replies, and start the next one
+    /// at once (the loop need not wait for a pass to keep the commit thread busy).
     private func onCommitFinished() {
         guard let finished = manager.writer?.takeFinished() else { return }
+        watchdog.commitFinished()
         apply(manager.finishCommit(finished.result))
-        requestFinish()
+        reclaim.evaluate()
+        startCommit()
+        server.flush()
     }
 
     /// Carries out what a commit settled.
@@ -174,14 +190,14 @@ final class Daemon {
                 status.changed()
             }
             logger.release(through: through)
-            listener.settle(through: through, failure: nil)
+            server.settle(through: through, failure: nil)
         case .failed(let through, let error):
             logger.daemon(.err, MessageID.storageFailure,
                           "Commit to \(error.path) failed; those changes were not made and their callers were told: \(error.message)",
                           [("SCENED_STORE", error.path)])
             Diagnostics.error("commit failed, uncommitted changes dropped: \(error)")
             logger.release(through: through)
-            listener.settle(through: through, failure: Self.storageFailure(error))
+            server.settle(through: through, failure: Self.storageFailure(error))
             status.changed()
         }
     }
@@ -215,7 +231,7 @@ final class Daemon {
             monitor.psi?.stop()
             let psi = PSISource(loop: loop, settings: settings.psiSettings)
             let me = Unmanaged.passUnretained(self)
-            psi.onChange = { me.takeUnretainedValue().requestFinish() }
+            psi.onChange = { me.takeUnretainedValue().requestPass() }
             monitor.psi = psi
             psi.start()
         } else if let psi = monitor.psi {
@@ -232,7 +248,7 @@ final class Daemon {
         } else {
             monitor.override = nil
         }
-        requestFinish()
+        requestPass()
         // Evaluate now so that the reply already shows the new level.
         reclaim.evaluate()
     }
@@ -283,13 +299,33 @@ final class Daemon {
         manager.reconfigure(engine: new.engineConfiguration)
         logger.level = new.logLevel
         status.interval = UInt64(max(new.statusInterval, 0))
-        listener.maxConnections = new.maxConnections
+        server.limits = new.limits
         monitor.reconfigure(budget: new.memoryBudget, watermarks: new.watermarks,
                             hold: TimeSpan(microseconds: new.pressureHold),
                             simulated: new.pressureSources.contains(.simulated))
         reclaim.policy.configuration = new.reclaimConfiguration
         applyPSI()
-        requestFinish()
+        requestPass()
+    }
+
+    // MARK: - Test hooks
+
+    /// An always-ready source above the pass: the loop keeps iterating but serves no one, as
+    /// in the first release's wedge. For `seconds` (0: for ever).
+    func startLivelock(seconds: Int) {
+        let until = loop.nowMonotonic + UInt64(max(0, seconds)) * 1_000_000
+        let me = Unmanaged.passUnretained(self)
+        Diagnostics.warning("test hook: livelocking the event loop" + (seconds > 0 ? " for \(seconds) s" : ""))
+        livelock = try? loop.addDefer(priority: -100) {
+            let daemon = me.takeUnretainedValue()
+            if seconds == 0 || daemon.loop.nowMonotonic < until {
+                daemon.livelock?.trigger()
+            } else {
+                daemon.livelock?.cancel()
+                daemon.livelock = nil
+            }
+        }
+        livelock?.trigger()
     }
 
     // MARK: - Status
@@ -299,7 +335,7 @@ final class Daemon {
         let live = engine.liveSessionCount
         var running = 0
         for app in engine.apps.values where app.process == .running { running += 1 }
-        var line = "\(engine.sessions.count) sessions (\(live) live, \(engine.sessions.count - live) archived) of \(engine.apps.count) apps (\(running) running); pressure \(reclaim.level.name), \(Format.bytes(monitor.usage)) of \(Format.bytes(monitor.budget)); \(listener.connectionCount) clients"
+        var line = "\(engine.sessions.count) sessions (\(live) live, \(engine.sessions.count - live) archived) of \(engine.apps.count) apps (\(running) running); pressure \(reclaim.level.name), \(Format.bytes(monitor.usage)) of \(Format.bytes(monitor.budget)); \(server.connectionCount) clients"
         if let reloadError { line = "Reload failed (old configuration in force): \(reloadError); " + line }
         return line
     }

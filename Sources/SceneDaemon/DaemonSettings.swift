@@ -8,7 +8,8 @@ struct DaemonSettings: Equatable, Sendable {
     var socketPath: String?
     var logLevel: LogLevel = .info
     var statusInterval: Int64 = 1_000_000
-    var maxConnections = 4096
+    // [Limits]
+    var limits = ConnectionLimits()
     // [Lifecycle]
     var suspendDelay: Int64 = 5_000_000
     var backgroundTaskBudget: Int64 = 30_000_000
@@ -104,11 +105,6 @@ struct SettingKey: Sendable {
             return nil
         }, show: { $0.logLevel.name }),
         timeKey("Daemon", "StatusUpdateSec", \.statusInterval, minimum: 0),
-        SettingKey(section: "Daemon", key: "MaxConnections", apply: { s, v in
-            guard let n = Int(v), n >= 1, n <= 1_000_000 else { return "MaxConnections= must be 1 to 1000000" }
-            s.maxConnections = n
-            return nil
-        }, show: { "\($0.maxConnections)" }),
         timeKey("Lifecycle", "SuspendDelaySec", \.suspendDelay, minimum: 0),
         timeKey("Lifecycle", "BackgroundTaskBudgetSec", \.backgroundTaskBudget, minimum: 1_000),
         timeKey("Lifecycle", "ExpirationGraceSec", \.expirationGrace, minimum: 0),
@@ -167,7 +163,43 @@ struct SettingKey: Sendable {
             return nil
         }, show: { "\($0.maxSessions)" }),
         timeKey("Reclaim", "ArchivedMaxAgeSec", \.archivedMaxAge, minimum: 0),
+        countKey("MaxConnections", \.limits.maxConnections, 1...1_000_000),
+        countKey("MaxConnectionsPerUser", \.limits.maxConnectionsPerUser, 1...1_000_000),
+        sizeKey("MaxMessageSize", \.limits.maxMessageSize, 4 << 10...(256 << 20)),
+        sizeKey("MaxOutputPerConnection", \.limits.maxOutputPerConnection, 64 << 10...(16 << 30)),
+        sizeKey("MaxBufferedOutput", \.limits.maxBufferedOutput, 64 << 10...(1 << 40)),
+        sizeKey("MaxBufferedInput", \.limits.maxBufferedInput, 64 << 10...(1 << 40)),
+        timeKey("Limits", "IdleTimeoutSec", \.limits.idleTimeout, minimum: 100_000),
+        countKey("MaxSessionsPerApp", \.limits.maxSessionsPerApp, 1...100_000_000),
+        sizeKey("MaxUserInfoSize", \.limits.maxUserInfoSize, 2...(16 << 20)),
+        sizeKey("MaxRestorationSize", \.limits.maxRestorationSize, 0...(16 << 20)),
     ]
+
+    /// Keys that moved to another section; an old file setting them is still applied.
+    static let moved: [String: String] = ["[Daemon] MaxConnections": "Limits"]
+
+    static func countKey(_ key: String, _ path: WritableKeyPath<DaemonSettings, Int> & Sendable,
+                         _ range: ClosedRange<Int>) -> SettingKey {
+        SettingKey(section: "Limits", key: key, apply: { s, v in
+            guard let n = Int(v.trimmingSpaces), range.contains(n) else {
+                return "\(key)= must be \(range.lowerBound) to \(range.upperBound)"
+            }
+            s[keyPath: path] = n
+            return nil
+        }, show: { "\($0[keyPath: path])" })
+    }
+
+    static func sizeKey(_ key: String, _ path: WritableKeyPath<DaemonSettings, Int> & Sendable,
+                        _ range: ClosedRange<Int>) -> SettingKey {
+        SettingKey(section: "Limits", key: key, apply: { s, v in
+            let text = { (n: Int) in ConfigValues.formatBytes(UInt64(n)) }
+            guard let bytes = ConfigValues.bytes(v), bytes <= UInt64(Int.max), range.contains(Int(bytes)) else {
+                return "\(key)= must be a size from \(text(range.lowerBound)) to \(text(range.upperBound)), such as \(text(range.upperBound / 4))"
+            }
+            s[keyPath: path] = Int(bytes)
+            return nil
+        }, show: { ConfigValues.formatBytes(UInt64($0[keyPath: path])) })
+    }
 
     static func percentKey(_ key: String, _ path: WritableKeyPath<DaemonSettings, Double> & Sendable) -> SettingKey {
         SettingKey(section: "Pressure", key: key, apply: { s, v in

@@ -71,8 +71,13 @@ type Session (
   condition: SessionCondition,
   # unattached while archived.
   state: SceneState,
-  userInfo: object,
+  # The session's userInfo and state-restoration data: in GetSession and in the replies of
+  # commands on the session, never in ListSessions (their sizes are, always).
+  userInfo: ?object,
   restoration: ?RestorationData,
+  # Bytes of the userInfo JSON text, and of the restoration data (0: none).
+  userInfoSize: int,
+  restorationSize: int,
   # Bytes the connected scene holds; what a disconnect frees.
   footprint: int,
   # Protected sessions are reclaimed only as a last resort.
@@ -288,8 +293,9 @@ method EndBackgroundTask(token: string) -> (events: []Event)
 # didReceiveMemoryWarning to every running app, or to those listed that are running.
 method MemoryWarning(apps: ?[]string) -> (events: []Event)
 
-# Lists sessions, filtered by app, condition and scene state. With "more", sessions arrive in
-# batches; without it, answers of more than 10000 sessions are refused with
+# Lists sessions, filtered by app, condition and scene state, without their userInfo and
+# restoration data (GetSession has them). With "more", sessions arrive in pieces of at most
+# 500 sessions or 256 KiB; without it, answers of more than 10000 sessions are refused with
 # org.varlink.service.ExpectedMore.
 method ListSessions(app: ?string, condition: ?SessionCondition, state: ?SceneState) -> (sessions: []Session)
 
@@ -336,5 +342,12 @@ error ConfigurationError (file: string, line: ?int, message: string)
 error StorageFailure (message: string)
 # The message broke the protocol (size, UTF-8, JSON, missing method); the connection is closed.
 error ProtocolViolation (reason: string, message: string)
+# A limit of the [Limits] configuration section was reached; limit is the setting's name
+# (MaxConnections, MaxConnectionsPerUser, MaxOutputPerConnection, MaxBufferedOutput,
+# MaxBufferedInput, IdleTimeoutSec, MaxSessionsPerApp, MaxUserInfoSize, MaxRestorationSize)
+# and maximum its value. For the connection limits, a slow reader (MaxOutputPerConnection,
+# MaxBufferedOutput: its unsent replies were dropped), a stalled message (IdleTimeoutSec) and
+# MaxBufferedInput the connection is closed after this error; otherwise only the call failed.
+error LimitExceeded (limit: string, maximum: int, message: string)
 """
 }

@@ -7,7 +7,7 @@ import Varlink
 /// reply into the connection's held replies (released after the commit).
 final class ManagerVarlink {
     let manager: Manager
-    unowned let listener: VarlinkListener
+    unowned let server: VarlinkServer
     let info: VarlinkServiceInfo
     let interface: VarlinkInterfaceDefinition
     let startedAt: UInt64
@@ -18,6 +18,8 @@ final class ManagerVarlink {
     /// ListSessions without `more` answers at most this many sessions.
     static let maxUnstreamedSessions = 10_000
     static let sessionsPerBatch = 500
+    /// A listing piece stops growing at this size (a piece holds at least one session).
+    static let listingPieceBytes = 256 << 10
     static let eventsPerBatch = 256
 
     enum Method: String {
@@ -30,9 +32,9 @@ final class ManagerVarlink {
 
     private let methods: [String: Method]
 
-    init(manager: Manager, listener: VarlinkListener, version: String, startedAt: UInt64, testHooks: Bool = false) throws {
+    init(manager: Manager, server: VarlinkServer, version: String, startedAt: UInt64, testHooks: Bool = false) throws {
         self.manager = manager
-        self.listener = listener
+        self.server = server
         self.version = version
         self.startedAt = startedAt
         self.testHooks = testHooks
@@ -70,6 +72,18 @@ final class ManagerVarlink {
             replyObject(call, conn, JSONObject())
             return
         }
+        if testHooks && call.method == TestingInterface.name + ".Livelock" {
+            daemon?.startLivelock(seconds: call.parameters["seconds"]?.intValue.map(Int.init) ?? 0)
+            replyObject(call, conn, JSONObject())
+            return
+        }
+        if testHooks && call.method == TestingInterface.name + ".StallCommit" {
+            let seconds = call.parameters["seconds"]?.intValue ?? 0
+            Diagnostics.warning("test hook: stalling the commit thread for \(seconds) s")
+            manager.writer?.stallNextCommit(seconds: UInt32(max(0, min(seconds, 3600))))
+            replyObject(call, conn, JSONObject())
+            return
+        }
         guard let method = methods[call.method] else {
             let interfaceName = call.method.split(separator: ".").dropLast().joined(separator: ".")
             fail(call, conn, interfaceName == ManagerInterface.name
@@ -99,7 +113,8 @@ final class ManagerVarlink {
             var request = ConnectRequest(app: try p.app())
             if let role = try p.enumValue("role", SessionRole.init(name:)) { request.role = role }
             if let name = p.string("configuration") { request.configurationName = name }
-            if let info = try p.objectText("userInfo") { request.userInfo = UserInfo(json: info) }
+            if let info = try p.objectText("userInfo") { request.userInfo = UserInfo(json: try checkedUserInfo(info)) }
+            try checkSessionQuota(request.app)
             if let bytes = try p.count("footprint") { request.footprint = bytes }
             if let background = p.bool("background") { request.background = background }
             if let flag = p.bool("protected") { request.isProtected = flag }
@@ -119,12 +134,12 @@ final class ManagerVarlink {
             try runReplyingEvents(.discard(try p.session(), cause: .request), call, conn)
         case .SaveState:
             let id = try p.session()
-            _ = try run(.saveState(id, try p.restoration("restoration")))
+            _ = try run(.saveState(id, try checkedRestoration(try p.restoration("restoration"))))
             replySession(id, call, conn)
         case .SaveUserInfo:
             let id = try p.session()
             guard let text = try p.objectText("userInfo") else { throw .invalidParameter("userInfo") }
-            _ = try run(.saveUserInfo(id, UserInfo(json: text)))
+            _ = try run(.saveUserInfo(id, UserInfo(json: try checkedUserInfo(text))))
             replySession(id, call, conn)
         case .SetFootprint:
             let id = try p.session()
@@ -220,6 +235,28 @@ final class ManagerVarlink {
         }
     }
 
+    // MARK: - Limits
+
+    private var limits: ConnectionLimits { server.limits }
+
+    private func checkedUserInfo(_ text: String) throws(VarlinkError) -> String {
+        let size = text.utf8.count
+        guard size <= limits.maxUserInfoSize else {
+            throw limits.error("MaxUserInfoSize", "userInfo is \(size) bytes, the most a session may keep is \(limits.maxUserInfoSize) (MaxUserInfoSize)")
+        }
+        return text
+    }
+
+    private func checkedRestoration(_ data: RestorationData?) throws(VarlinkError) -> RestorationData? {
+        guard let data, data.byteCount > limits.maxRestorationSize else { return data }
+        throw limits.error("MaxRestorationSize", "the state-restoration data is \(data.byteCount) bytes, the most a session may keep is \(limits.maxRestorationSize) (MaxRestorationSize)")
+    }
+
+    private func checkSessionQuota(_ app: AppID) throws(VarlinkError) {
+        guard let record = manager.engine.apps[app], record.sessions.count >= limits.maxSessionsPerApp else { return }
+        throw limits.error("MaxSessionsPerApp", "\(app) has \(record.sessions.count) sessions, the most one app may have (MaxSessionsPerApp=\(limits.maxSessionsPerApp)); discard some first")
+    }
+
     // MARK: - Running commands
 
     private func run(_ command: Command) throws(VarlinkError) -> (CommandResult, Range<Int>) {
@@ -312,7 +349,7 @@ final class ManagerVarlink {
         w.field("version", version)
         w.field("pid", Int64(getpid()))
         w.field("uptime", Clock.monotonic.now() - startedAt)
-        w.field("socket", listener.path)
+        w.field("socket", server.path)
         w.field("apps", UInt64(engine.apps.count))
         w.field("runningApps", UInt64(running))
         w.field("suspendedApps", UInt64(suspended))
@@ -325,7 +362,7 @@ final class ManagerVarlink {
         w.field("foregroundActiveScenes", UInt64(engine.foregroundActiveSceneCount))
         w.field("backgroundTasks", UInt64(tasks))
         w.field("nextSeq", engine.nextSequence)
-        w.field("connections", UInt64(listener.connectionCount))
+        w.field("connections", UInt64(server.connectionCount))
         if let daemon {
             w.field("pressure", daemon.reclaim.level.name)
             w.field("usage", daemon.monitor.usage)
@@ -413,7 +450,7 @@ final class ManagerVarlink {
         reply(call, conn) { w in
             w.key("sessions")
             w.beginArray()
-            for id in ids { w.session(engine.sessions[id]!) }
+            for id in ids { w.session(engine.sessions[id]!, privateData: false) }
             w.endArray()
         }
     }
@@ -449,32 +486,34 @@ final class ManagerVarlink {
         switch conn.stream {
         case .listing(var listing):
             let engine = manager.engine
-            let end = min(listing.next + Self.sessionsPerBatch, listing.ids.count)
-            let last = end == listing.ids.count
-            // Held like any reply: the engine may show changes not yet committed.
+            var end = listing.next
+            // Held like any reply: the engine may show changes not yet committed. Bounded in
+            // sessions and bytes, so no piece can come near a client's output limit.
             conn.hold(batch: manager.gathering) { w in
+                let start = w.bytes.count
                 w.beginObject()
                 w.key(static: "parameters")
                 w.beginObject()
                 w.key(static: "sessions")
                 w.beginArray()
-                for id in listing.ids[listing.next..<end] {
+                while end < listing.ids.count, end - listing.next < Self.sessionsPerBatch,
+                      w.bytes.count - start < Self.listingPieceBytes {
+                    let id = listing.ids[end]
+                    end += 1
                     // Filters are re-applied: a session may have changed since the listing began.
                     guard let s = engine.sessions[id] else { continue }
                     if let c = listing.condition, s.condition != c { continue }
                     if let st = listing.state, s.sceneState != st { continue }
-                    w.session(s)
+                    w.session(s, privateData: false)
                 }
                 w.endArray()
                 w.endObject()
-                if !last { w.key(static: "continues"); w.bool(true) }
+                if end < listing.ids.count { w.key(static: "continues"); w.bool(true) }
                 w.endObject()
             }
-            listener.touched(conn)
             listing.next = end
-            if last {
-                conn.stream = nil
-                listener.processCalls(conn)
+            if end == listing.ids.count {
+                server.streamEnded(conn)
             } else {
                 conn.stream = .listing(listing)
             }
@@ -493,7 +532,7 @@ final class ManagerVarlink {
                 monitor.backlogNext = nil
                 monitor.liveFrom = manager.committedNextSequence
             }
-            conn.stream = .monitor(monitor)
+            if !conn.isClosed, conn.stream != nil { conn.stream = .monitor(monitor) }
         case nil:
             return
         }
@@ -502,36 +541,28 @@ final class ManagerVarlink {
     /// Live fan-out of committed events to monitors that have caught up.
     func publish(_ events: [LifecycleEvent]) {
         guard !events.isEmpty else { return }
-        listener.forEachMonitor { conn, monitor in
+        server.forEachMonitor { conn, monitor in
             guard monitor.backlogNext == nil else { return }
-            var sent = false
             for e in events where e.seq >= monitor.liveFrom && monitor.matches(e) {
                 sendEvent(e, to: conn)
-                sent = true
+                if conn.isClosed || conn.stream == nil { return }
             }
-            if sent { listener.sendNow(conn) }
         }
     }
 
     private func sendEvent(_ e: LifecycleEvent, to conn: ClientConnection) {
-        send(conn, continues: true) { w in
-            w.key("event")
-            w.event(e)
-        }
-    }
-
-    /// A streamed message goes straight to the output: what it describes is committed.
-    private func send(_ conn: ClientConnection, continues: Bool, _ body: (inout JSONWriter) -> Void) {
         var w = JSONWriter()
         w.beginObject()
         w.key("parameters")
         w.beginObject()
-        body(&w)
+        w.key("event")
+        w.event(e)
         w.endObject()
-        if continues { w.key("continues"); w.bool(true) }
+        w.key("continues")
+        w.bool(true)
         w.endObject()
         w.bytes.append(0)
-        conn.wire.enqueue(w.bytes)
+        server.appendOutput(conn, w.bytes)
     }
 
     // MARK: - Errors

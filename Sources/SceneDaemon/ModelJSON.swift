@@ -29,7 +29,9 @@ extension JSONWriter {
         endObject()
     }
 
-    mutating func session(_ s: SceneSession) {
+    /// `privateData: false` leaves out userInfo and the restoration data (listings): their
+    /// sizes say what there is, GetSession gives them.
+    mutating func session(_ s: SceneSession, privateData: Bool = true) {
         beginObject()
         field("id", s.id)
         field("app", s.app)
@@ -37,12 +39,16 @@ extension JSONWriter {
         field("configuration", s.configurationName)
         field("condition", static: s.condition.staticName)
         field("state", static: s.sceneState.staticName)
-        key(static: "userInfo")
-        raw(s.userInfo.json)
-        if let r = s.restoration {
-            key(static: "restoration")
-            restoration(r)
+        if privateData {
+            key(static: "userInfo")
+            raw(s.userInfo.json)
+            if let r = s.restoration {
+                key(static: "restoration")
+                restoration(r)
+            }
         }
+        field("userInfoSize", UInt64(s.userInfo.json.utf8.count))
+        field("restorationSize", UInt64(s.restoration?.byteCount ?? 0))
         field("footprint", s.footprint)
         field("protected", s.isProtected)
         field("restoreCostMs", UInt64(s.restoreCostMs))

@@ -16,6 +16,8 @@ final class StoreWriter: @unchecked Sendable {
     private var queued: (number: UInt64, batch: StoreBatch)?
     private var finished: (number: UInt64, result: Result<Void, StoreError>)?
     private var stopping = false
+    /// Test hook: seconds to sleep before the next commit.
+    private var stall: UInt32 = 0
     /// loop → writer: "a batch is queued" (or "stop").
     private var wake: (read: Int32, write: Int32) = (-1, -1)
     /// writer → loop: "a batch is done"; the loop watches `completionFD`.
@@ -77,6 +79,11 @@ final class StoreWriter: @unchecked Sendable {
         try storeLock.locked { try body(store) }
     }
 
+    /// Test hook: the next commit waits `seconds` first, as a stuck disk would make it.
+    func stallNextCommit(seconds: UInt32) {
+        slotLock.locked { stall = seconds }
+    }
+
     /// Lets the queued batch finish, then ends the thread.
     func stop() {
         guard running else { return }
@@ -91,11 +98,14 @@ final class StoreWriter: @unchecked Sendable {
         while true {
             let n = read(wake.read, &byte, 1)
             if n < 0 && errno == EINTR { continue }
-            let (job, stop) = slotLock.locked { () -> ((number: UInt64, batch: StoreBatch)?, Bool) in
+            let (job, stop, pause) = slotLock.locked { () -> ((number: UInt64, batch: StoreBatch)?, Bool, UInt32) in
                 let job = queued
                 queued = nil
-                return (job, stopping)
+                let pause = job == nil ? 0 : stall
+                if job != nil { stall = 0 }
+                return (job, stopping, pause)
             }
+            if pause > 0 { sleep(pause) }
             if let job {
                 let result: Result<Void, StoreError> = storeLock.locked {
                     Result { () throws(StoreError) in try store.commit(job.batch) }

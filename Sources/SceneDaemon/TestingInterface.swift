@@ -1,5 +1,6 @@
 /// An interface for system tests only, served when the environment has SCENED_TEST_HOOKS=1
-/// (a production unit never sets it): it can make the loop hang, to prove the watchdog.
+/// (a production unit never sets it): it can make the loop hang or
+/// livelock and the commit thread stall, to prove the watchdog.
 enum TestingInterface {
     static let name = "io.scened.Testing"
 
@@ -12,5 +13,12 @@ interface io.scened.Testing
 # Blocks the daemon's event loop for this many seconds (oneway is best: no reply comes until
 # the hang ends, and with a watchdog it never does).
 method Hang(seconds: int) -> ()
+
+# Keeps the event loop busy with an always-ready source, so that it iterates but serves no
+# client, for this many seconds (0: for ever). The watchdog must see it.
+method Livelock(seconds: int) -> ()
+
+# Makes the commit thread sleep this many seconds before its next commit.
+method StallCommit(seconds: int) -> ()
 """
 }

@@ -39,6 +39,9 @@ public struct VarlinkConnection: Sendable {
 
     private var output: [UInt8] = []
     private var outputHead = 0
+    /// The last byte written ended a message (false while one is partly on the wire); kept
+    /// apart from `outputHead` because compaction moves the head to 0 mid-message.
+    private var wroteWholeMessages = true
 
     /// Set once the peer has broken the protocol; the connection accepts no more input.
     public private(set) var violation: ProtocolViolation?
@@ -72,6 +75,14 @@ public struct VarlinkConnection: Sendable {
 
     /// Bytes received but not yet returned as calls.
     public var bufferedInputCount: Int { input.count - inputHead }
+
+    /// True when `nextCall()` would return a call or a violation rather than `.needMoreData`.
+    /// Cheap to repeat: the search resumes where it stopped.
+    public mutating func hasCompleteMessage() -> Bool {
+        if violation != nil || terminator != nil { return true }
+        if findTerminator(searchingUpTo: input.count) != nil { return true }
+        return input.count - inputHead > limits.maxMessageBytes
+    }
 
     /// The next complete call, `.needMoreData`, or the violation that killed the connection.
     public mutating func nextCall() -> Incoming {
@@ -228,10 +239,30 @@ public struct VarlinkConnection: Sendable {
         return try result.get()
     }
 
+    /// Drops every whole message not yet begun on the wire, keeping the rest of one already
+    /// partly written (so the peer still sees well-formed framing). Returns the bytes dropped.
+    /// For a peer that does not read: its memory is freed at once.
+    @discardableResult
+    public mutating func dropUnsentMessages() -> Int {
+        guard hasPendingOutput else { return 0 }
+        let before = pendingOutputCount
+        if wroteWholeMessages {
+            output = []
+            outputHead = 0
+        } else {
+            // The partly written message ends at the next NUL (every queued message has one).
+            let end = output[outputHead...].firstIndex(of: 0).map { $0 + 1 } ?? output.count
+            output = Array(output[outputHead..<end])
+            outputHead = 0
+        }
+        return before - pendingOutputCount
+    }
+
     /// Marks `count` pending bytes as written.
     public mutating func consumedOutput(_ count: Int) {
         precondition(count >= 0 && count <= pendingOutputCount, "consumed more output than was pending")
         outputHead += count
+        if count > 0 { wroteWholeMessages = output[outputHead - 1] == 0 }
         if outputHead == output.count {
             if output.capacity > Self.retainedCapacity {
                 output = []

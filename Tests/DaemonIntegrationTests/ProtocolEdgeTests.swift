@@ -238,7 +238,7 @@ struct ProtocolLoadTests {
         try daemon.stop()
     }
 
-    @Test("a Monitor client that never reads is dropped once its output passes the cap; the daemon keeps serving")
+    @Test("a Monitor client that never reads is cut off once its output passes the cap, with LimitExceeded last; the daemon keeps serving")
     func monitorThatNeverReads() throws {
         let daemon = try DaemonProcess(try Workspace())
         let driver = try RawConnection(path: daemon.socketPath)
@@ -261,6 +261,7 @@ struct ProtocolLoadTests {
         var eventCount = 0
         var rounds = 0
         var dropped = false
+        var bytesWhenCut: Int?
         let warning = Self.call(Self.manager + "MemoryWarning")
         while !dropped && eventBytes < 64 << 20 {
             var round: [UInt8] = []
@@ -275,17 +276,28 @@ struct ProtocolLoadTests {
                     throw TestFailure("the reading monitor missed events in round \(rounds)")
                 }
             }
-            let connections = try daemon.call("GetStatus")["status"]?["connections"]?.intValue ?? 0
-            dropped = connections < 4
+            // Cut off: its unsent output dropped at once, the error queued; the connection then
+            // lingers (at most 2 s) for the client to read what it still can.
+            if daemon.stderr.contains("MaxOutputPerConnection exceeded") {
+                bytesWhenCut = eventBytes + 42 * eventCount
+                dropped = true
+            }
         }
         // What the monitor was sent: the same events as the replies, each in its own message
         // ({"parameters":{"event":…},"continues":true} and a NUL: 42 bytes more than in a reply).
         let monitorBytes = eventBytes + 42 * eventCount
-        #expect(dropped, "the non-reading monitor was still connected after \(monitorBytes >> 20) MiB of events")
-        #expect(monitorBytes >= 16 << 20, "dropped after only \(monitorBytes >> 20) MiB: the cap is 16 MiB of unread output")
-        #expect(monitorBytes <= 22 << 20, "dropped only after \(monitorBytes >> 20) MiB")
-        // What the kernel still held is delivered, then EOF.
-        #expect(try stalled.waitForClose(timeout: 10), "the dropped monitor's connection was not closed")
+        #expect(dropped, "the non-reading monitor was not cut off after \(monitorBytes >> 20) MiB of events")
+        let cut = bytesWhenCut ?? monitorBytes
+        #expect(cut >= 16 << 20, "cut off after only \(cut >> 20) MiB: the cap is 16 MiB of unread output")
+        #expect(cut <= 22 << 20, "cut off only after \(cut >> 20) MiB")
+        // What the kernel still held is delivered (the rest was dropped), LimitExceeded last, then EOF.
+        var last: [UInt8] = []
+        while let message = try stalled.receiveMessage(timeout: 10) { last = message }
+        let error = try JSONParser.parse(last)
+        #expect(error["error"]?.stringValue == "io.scened.Manager.LimitExceeded", "last message: \(String(decoding: last.prefix(300), as: UTF8.self))")
+        #expect(error["parameters"]?["limit"]?.stringValue == "MaxOutputPerConnection")
+        #expect(try waitUntil(seconds: 10, { (try daemon.call("GetStatus")["status"]?["connections"]?.intValue ?? 9) < 4 }),
+                "the cut-off monitor's connection was not closed")
         #expect(try healthy.expectQuietResult())
         try daemon.assertServing("after dropping a monitor that never read")
         let rss = readTextFile("/proc/\(daemon.pid)/status").split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""

@@ -47,7 +47,7 @@ struct BinaryConfigTests {
     }
 
     @Test("--check-config: exit 1 with file:line on an error", arguments: [
-        ("[Daemon]\nLogLevel=info\n\nMaxConnections=lots\n", 4),
+        ("[Daemon]\nLogLevel=info\n[Limits]\nMaxConnections=lots\n", 4),
         ("[Daemon]\nLogLevel info\n", 2),
         ("LogLevel=info\n", 1),
     ])

@@ -37,12 +37,12 @@ struct ConfigLoaderTests {
         defer { dir.remove() }
         let levels = [("usr/lib", "debug"), ("usr/local/lib", "notice"), ("run", "warning"), ("etc", "err")]
         for (n, (prefix, level)) in levels.enumerated() {
-            try dir.write("\(prefix)/scened/scened.conf", "[Daemon]\nLogLevel=\(level)\nMaxConnections=\(n + 1)\n")
+            try dir.write("\(prefix)/scened/scened.conf", "[Daemon]\nLogLevel=\(level)\n[Limits]\nMaxConnections=\(n + 1)\n")
             let result = try loader(dir).load()
             // Only the one main file is read: the others do not contribute at all.
             #expect(result.files == [dir.path + "/\(prefix)/scened/scened.conf"])
             #expect(result.settings.logLevel == LogLevel(name: level))
-            #expect(result.settings.maxConnections == n + 1)
+            #expect(result.settings.limits.maxConnections == n + 1)
         }
     }
 
@@ -50,13 +50,13 @@ struct ConfigLoaderTests {
     func dropIns() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
-        try dir.write("usr/lib/scened/scened.conf", "[Daemon]\nLogLevel=debug\nMaxConnections=10\n")
-        try dir.write("usr/lib/scened/scened.conf.d/10-base.conf", "[Daemon]\nMaxConnections=20\n[Store]\nEventLogSize=200\n")
+        try dir.write("usr/lib/scened/scened.conf", "[Daemon]\nLogLevel=debug\n[Limits]\nMaxConnections=10\n")
+        try dir.write("usr/lib/scened/scened.conf.d/10-base.conf", "[Limits]\nMaxConnections=20\n[Store]\nEventLogSize=200\n")
         try dir.write("usr/lib/scened/scened.conf.d/50-shared.conf", "[Store]\nEventLogSize=5000\n")
         try dir.write("usr/local/lib/scened/scened.conf.d/50-shared.conf", "[Store]\nEventLogSize=5100\n")
         try dir.write("usr/local/lib/scened/scened.conf.d/60-local.conf", "[Lifecycle]\nSuspendDelaySec=6s\n")
-        try dir.write("run/scened/scened.conf.d/50-shared.conf", "[Store]\nEventLogSize=5200\n[Daemon]\nMaxConnections=52\n")
-        try dir.write("run/scened/scened.conf.d/05-early.conf", "[Daemon]\nMaxConnections=5\nStatusUpdateSec=5s\n")
+        try dir.write("run/scened/scened.conf.d/50-shared.conf", "[Store]\nEventLogSize=5200\n[Limits]\nMaxConnections=52\n")
+        try dir.write("run/scened/scened.conf.d/05-early.conf", "[Limits]\nMaxConnections=5\n[Daemon]\nStatusUpdateSec=5s\n")
         try dir.write("etc/scened/scened.conf.d/50-shared.conf", "[Store]\nEventLogSize=5300\n")
         try dir.write("etc/scened/scened.conf.d/90-last.conf", "[Daemon]\nLogLevel=notice\n")
         // Not drop-ins: wrong suffix, hidden, a directory.
@@ -76,7 +76,7 @@ struct ConfigLoaderTests {
         let s = result.settings
         #expect(s.logLevel == .notice)
         // 05-early set 5, 10-base (later by name) set 20; the masked /run 50-shared's 52 is not read.
-        #expect(s.maxConnections == 20)
+        #expect(s.limits.maxConnections == 20)
         #expect(s.statusInterval == 5_000_000)
         #expect(s.eventLogSize == 5300)
         #expect(s.suspendDelay == 6_000_000)
@@ -87,12 +87,12 @@ struct ConfigLoaderTests {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         try dir.write("usr/lib/scened/scened.conf.d/50-vendor.conf", "[Daemon]\nLogLevel=debug\n")
-        try dir.write("usr/lib/scened/scened.conf.d/60-other.conf", "[Daemon]\nMaxConnections=60\n")
+        try dir.write("usr/lib/scened/scened.conf.d/60-other.conf", "[Limits]\nMaxConnections=60\n")
         try dir.symlink("/dev/null", at: "etc/scened/scened.conf.d/50-vendor.conf")
         let result = try loader(dir).load()
         #expect(result.files == [dir.path + "/usr/lib/scened/scened.conf.d/60-other.conf"])
         #expect(result.settings.logLevel == .info)
-        #expect(result.settings.maxConnections == 60)
+        #expect(result.settings.limits.maxConnections == 60)
 
         // A masked main file: none from further down the search path either.
         try dir.write("usr/lib/scened/scened.conf", "[Daemon]\nLogLevel=err\n")
@@ -113,16 +113,16 @@ struct ConfigLoaderTests {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         try dir.write("etc/scened/scened.conf", "[Daemon]\nLogLevel=err\n")
-        try dir.write("etc/scened/scened.conf.d/10-x.conf", "[Daemon]\nMaxConnections=7\n")
-        let file = try dir.write("elsewhere/my.conf", "[Daemon]\nLogLevel=debug\nMaxConnections=3\n")
-        try dir.write("elsewhere/my.conf.d/20-b.conf", "[Daemon]\nMaxConnections=9\n")
-        try dir.write("elsewhere/my.conf.d/10-a.conf", "[Daemon]\nMaxConnections=8\nStatusUpdateSec=3s\n")
+        try dir.write("etc/scened/scened.conf.d/10-x.conf", "[Limits]\nMaxConnections=7\n")
+        let file = try dir.write("elsewhere/my.conf", "[Daemon]\nLogLevel=debug\n[Limits]\nMaxConnections=3\n")
+        try dir.write("elsewhere/my.conf.d/20-b.conf", "[Limits]\nMaxConnections=9\n")
+        try dir.write("elsewhere/my.conf.d/10-a.conf", "[Limits]\nMaxConnections=8\n[Daemon]\nStatusUpdateSec=3s\n")
         var l = loader(dir)
         l.explicitFile = file
         let result = try l.load()
         #expect(result.files == [file, file + ".d/10-a.conf", file + ".d/20-b.conf"])
         #expect(result.settings.logLevel == .debug)
-        #expect(result.settings.maxConnections == 9)
+        #expect(result.settings.limits.maxConnections == 9)
         #expect(result.settings.statusInterval == 3_000_000)
 
         l.explicitFile = dir.path + "/elsewhere/missing.conf"
@@ -133,7 +133,7 @@ struct ConfigLoaderTests {
     @Test("a bad value names the file and line, for each kind of key", arguments: [
         ("Daemon", "LogLevel", "loud"), ("Daemon", "LogLevel", ""), ("Daemon", "Socket", "relative/path"),
         ("Daemon", "Socket", "/" + String(repeating: "s", count: 120)),
-        ("Daemon", "StatusUpdateSec", "soon"), ("Daemon", "MaxConnections", "0"), ("Daemon", "MaxConnections", "many"),
+        ("Daemon", "StatusUpdateSec", "soon"), ("Limits", "MaxConnections", "0"), ("Limits", "MaxConnections", "many"),
         ("Lifecycle", "SuspendDelaySec", "5 parsecs"), ("Lifecycle", "BackgroundTaskBudgetSec", "0"),
         ("Store", "Durability", "sometimes"), ("Store", "EventLogSize", "99"),
         ("Pressure", "Sources", "simulated magic"), ("Pressure", "MemoryBudget", "8X"), ("Pressure", "MemoryBudget", "0"),
@@ -241,7 +241,7 @@ struct ConfigLoaderTests {
             settings.socketPath = "/run/scened/custom.sock"
             settings.logLevel = .debug
             settings.statusInterval = 1_500_000
-            settings.maxConnections = 17
+            settings.limits.maxConnections = 17
             settings.suspendDelay = 5_400_000_000
             settings.backgroundTaskBudget = 1_000
             settings.expirationGrace = 0

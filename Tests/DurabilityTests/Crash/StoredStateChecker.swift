@@ -250,12 +250,15 @@ struct StoredStateChecker {
                   r["sceneInstance"]?.intValue == s.sceneInstance else {
                 throw fail("s\(s.id) restored as \(r), stored as \(condition) \(state ?? "?") footprint \(s.footprint)")
             }
+            // Listings carry no restoration data (only its size): GetSession has it.
+            let full = s.restoration == nil && r["restorationSize"]?.intValue == 0 ? r
+                : (try client.call("io.scened.Manager.GetSession", ["session": .string("s\(s.id)")])["session"] ?? .null)
             if let text = s.restoration {
                 let savedN = (try? JSONParser.parse(text))?["n"]
-                guard r["restoration"]?["json"]?["n"] == savedN else {
-                    throw fail("s\(s.id) restored with restoration \(r["restoration"] ?? .null), stored \(text)")
+                guard full["restoration"]?["json"]?["n"] == savedN else {
+                    throw fail("s\(s.id) restored with restoration \(full["restoration"] ?? .null), stored \(text)")
                 }
-            } else if r["restoration"] != nil {
+            } else if full["restoration"] != nil || r["restorationSize"]?.intValue != 0 {
                 throw fail("s\(s.id) restored with restoration data it never had")
             }
         }

@@ -1,0 +1,194 @@
+import SceneCore
+import SystemdKit
+import Varlink
+
+/// One Varlink client: its socket, its wire buffers, its state machine, and the replies it is
+/// owed. Replies are first held, tagged with the batch their content depends on, and become
+/// output only once that batch is committed: a reply always describes committed state. Held
+/// replies keep their order.
+///
+/// Only the server changes it, always through `machine` for anything that decides what
+/// happens next; the rest is storage.
+final class ClientConnection {
+    let number: Int
+    let fd: Int32
+    let peer: PeerCredentials
+    var wire: VarlinkConnection
+    var machine: ConnectionMachine
+    var source: IOSource?
+
+    /// Replies waiting for a commit, framed, in order, grouped by batch.
+    private var held: [(batch: UInt64, bytes: [UInt8], count: Int)] = []
+
+    /// An open `more` call. Varlink does not multiplex: until it ends, no other call of this
+    /// connection is processed.
+    var stream: ReplyStream?
+
+    // Server bookkeeping (which lists the connection is on), not state of the connection.
+    var queued = false
+    var servedThisPass = false
+    var inBatch = false
+    var isDirty = false
+    var onClock = false
+    var waitingForRelease = false
+    /// Accepted only to be told it is over a connection limit.
+    var refused = false
+    /// The machine's owed and partial bytes as last counted in the server's totals.
+    var accountedOwed = 0
+    var accountedPartial = 0
+    /// The interest last given to epoll.
+    var appliedInterest = ConnectionMachine.Interest(read: false, write: false, registered: false)
+
+    init(number: Int, fd: Int32, peer: PeerCredentials, limits: VarlinkConnection.Limits, machine: ConnectionMachine) {
+        self.number = number
+        self.fd = fd
+        self.peer = peer
+        self.machine = machine
+        wire = VarlinkConnection(limits: limits)
+    }
+
+    var heldReplies: Int { machine.heldReplies }
+    var isClosed: Bool { machine.isClosed }
+
+    /// Appends one framed message to the replies held for `batch`; returns its size. `build`
+    /// writes one object.
+    @discardableResult
+    func hold(batch: UInt64, _ build: (inout JSONWriter) -> Void) -> Int {
+        // Nobody would read it.
+        if machine.phase == .peerGone || machine.isClosed { return 0 }
+        if held.last?.batch != batch { held.append((batch, [], 0)) }
+        let last = held.count - 1
+        var writer = JSONWriter()
+        swap(&writer.bytes, &held[last].bytes)
+        let before = writer.bytes.count
+        build(&writer)
+        writer.bytes.append(0)
+        let size = writer.bytes.count - before
+        swap(&writer.bytes, &held[last].bytes)
+        held[last].count += 1
+        _ = machine.on(.replyHeld(bytes: size))
+        return size
+    }
+
+    @discardableResult
+    func holdError(batch: UInt64, _ error: VarlinkError) -> Int {
+        hold(batch: batch) { w in w.varlinkError(error) }
+    }
+
+    /// Moves the replies of batches up to `batch` to the output (committed). Returns how many
+    /// replies and bytes moved.
+    func release(through batch: UInt64) -> (count: Int, bytes: Int) {
+        var count = 0, bytes = 0
+        while let first = held.first, first.batch <= batch {
+            wire.enqueue(first.bytes)
+            bytes += first.bytes.count
+            count += first.count
+            held.removeFirst()
+        }
+        return (count, bytes)
+    }
+
+    /// The commit these replies waited for failed: every reply of those batches becomes that
+    /// error, since none of the changes they describe was kept. Returns the replies replaced,
+    /// the held bytes they took, and the output bytes they became.
+    func fail(through batch: UInt64, with error: VarlinkError) -> (count: Int, held: Int, output: Int) {
+        var writer = JSONWriter()
+        writer.varlinkError(error)
+        writer.bytes.append(0)
+        var count = 0, heldBytes = 0, output = 0
+        while let first = held.first, first.batch <= batch {
+            for _ in 0..<first.count { wire.enqueue(writer.bytes) }
+            count += first.count
+            heldBytes += first.bytes.count
+            output += first.count * writer.bytes.count
+            held.removeFirst()
+        }
+        return (count, heldBytes, output)
+    }
+
+    /// Appends a framed message to the last held batch, to go out right after it.
+    func holdBehindLast(_ bytes: [UInt8]) {
+        guard let batch = held.last?.batch else { return }
+        hold(batch: batch) { w in w.bytes.append(contentsOf: bytes.last == 0 ? bytes.dropLast() : bytes[...]) }
+    }
+
+    /// Forgets every held reply (the peer is gone, or is being cut off).
+    func dropHeld() {
+        held.removeAll()
+    }
+
+    var hasHeldReplies: Bool { !held.isEmpty }
+}
+
+extension JSONWriter {
+    mutating func varlinkError(_ error: VarlinkError) {
+        beginObject()
+        key("error")
+        string(error.name)
+        key("parameters")
+        value(.object(error.parameters))
+        endObject()
+    }
+}
+
+/// Who is at the other end, as the kernel recorded it at connect time (SO_PEERCRED).
+struct PeerCredentials: Equatable, Sendable, CustomStringConvertible {
+    var pid: Int32
+    var uid: UInt32
+    var gid: UInt32
+
+    static let unknown = PeerCredentials(pid: 0, uid: UInt32.max, gid: UInt32.max)
+
+    var description: String { "pid \(pid), uid \(uid)" }
+}
+
+/// A streaming reply in progress.
+enum ReplyStream {
+    /// Monitor: a backlog from the event log (when `since` was given), then live events.
+    case monitor(MonitorStream)
+    /// ListSessions with `more`: batches produced as the client reads.
+    case listing(SessionListing)
+}
+
+struct MonitorStream {
+    var app: AppID?
+    var session: SessionID?
+    /// Next sequence number to replay from the log; nil once live.
+    var backlogNext: UInt64?
+    /// Live events below this were already covered by the backlog.
+    var liveFrom: UInt64
+
+    func matches(_ e: LifecycleEvent) -> Bool {
+        if let app, e.app != app { return false }
+        if let session, !e.concerns(session) { return false }
+        return true
+    }
+}
+
+struct SessionListing {
+    var ids: [SessionID]
+    var next: Int
+    var condition: SessionCondition?
+    var state: SceneActivationState?
+}
+
+extension ClientConnection {
+    /// A message already framed by the Varlink layer (error replies for protocol violations).
+    func holdRaw(_ bytes: [UInt8], batch: UInt64) {
+        hold(batch: batch) { w in
+            // The violation reply comes framed with its NUL; the writer adds one itself.
+            w.bytes.append(contentsOf: bytes.last == 0 ? bytes.dropLast() : bytes[...])
+        }
+    }
+}
+
+extension ClientConnection {
+    /// A stream with more to send right now: a listing, or a monitor still replaying its backlog.
+    var streamHasMore: Bool {
+        switch stream {
+        case .listing: true
+        case .monitor(let m): m.backlogNext != nil
+        case nil: false
+        }
+    }
+}

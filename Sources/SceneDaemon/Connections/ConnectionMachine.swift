@@ -1,0 +1,456 @@
+/// The life of one client connection, without I/O, in the manner of swift-nio's channel life
+/// cycle and postgres-nio's connection state machine: the server tells it what happened (an
+/// `Event`), carries out the `Action` it answers, and derives everything else — the epoll
+/// interest, whether the connection wants a turn in this pass, whether it is finished — from
+/// its state. No flag about a connection lives outside it.
+///
+/// Why it exists: the first release kept independent flags (closing, paused, waiting, …) and
+/// one combination — a peer that hung up while its reply waited for a commit — was ready on
+/// every loop pass and never finished, which wedged the daemon for everyone.
+struct ConnectionMachine: Sendable {
+    enum Phase: Equatable, Sendable {
+        /// Calls are read and handled.
+        case serving
+        /// The peer shut down its sending side (EOF) but may still read: the calls received
+        /// are answered, then the connection closes.
+        case inputClosed
+        /// The peer closed or reset the connection: nothing can be written any more. Calls
+        /// already received are still carried out (a oneway call followed by close must take
+        /// effect); their replies are dropped.
+        case peerGone
+        /// We end the connection: no more calls are taken; what is owed is written (an error
+        /// saying why comes last), then it closes, at the latest at `lingerUntil`.
+        case ending(EndReason)
+        case closed
+    }
+
+    enum EndReason: Equatable, Sendable {
+        case protocolViolation
+        /// A limit of the [Limits] section, by its setting's name.
+        case limit(String)
+        /// Over a connection limit at accept: the error is written at once, and the
+        /// connection lingers until the client's first call (or EOF) so that it reads the
+        /// error instead of a broken pipe.
+        case refused(String)
+    }
+
+    enum Event: Sendable, Equatable {
+        /// epoll: input (or EOF) to read.
+        case readable
+        /// epoll: room to write.
+        case writable
+        /// epoll EPOLLHUP, or ECONNRESET/EPIPE on a read or write: the peer is gone.
+        case hangUp
+        /// epoll EPOLLERR or an unexpected errno: the socket is unusable.
+        case socketError
+        /// A read returned bytes; `partialBytes` of an unfinished message are now buffered and
+        /// `hasCall` says whether a complete message waits; `more`: the read filled the buffer.
+        case received(partialBytes: Int, hasCall: Bool, more: Bool, now: UInt64)
+        /// A read returned EAGAIN.
+        case readWouldBlock
+        /// A read returned 0.
+        case endOfInput
+        /// A call was taken from the input and handled; `opensStream`: it was a `more` call.
+        case callHandled(opensStream: Bool)
+        /// No complete call is left in the input; `partialBytes` of an unfinished one remain.
+        case inputExhausted(partialBytes: Int)
+        /// A reply was held until its batch commits.
+        case replyHeld(bytes: Int)
+        /// Held replies became output (their batch committed, or failed and became errors).
+        case repliesReleased(count: Int, heldBytes: Int, outputBytes: Int)
+        /// Bytes were appended to the output directly (stream data that is already committed).
+        case outputAdded(bytes: Int)
+        /// A write sent `bytes`.
+        case wrote(bytes: Int)
+        case writeWouldBlock
+        /// The open `more` call ended.
+        case streamEnded
+        /// Whether the open stream has more to produce right now (a listing, a monitor's
+        /// backlog), as opposed to waiting for events.
+        case streamHasMore(Bool)
+        /// The peer broke the protocol: the violation's error reply is owed, then the end.
+        case protocolViolation(now: UInt64)
+        /// A limit was exceeded (the setting's name). `cutOutput`: the client does not read,
+        /// so unsent output is dropped to free memory at once (slow reader).
+        case limitExceeded(String, cutOutput: Bool, now: UInt64)
+        /// A new loop pass began: the per-pass budget is fresh.
+        case passBegan
+        /// A new batch began gathering: the per-batch budget is fresh.
+        case batchBegan
+        /// The clock, for the idle and linger timeouts.
+        case tick(now: UInt64)
+    }
+
+    enum Action: Equatable, Sendable {
+        case none
+        /// Read from the socket (up to the pass's byte budget).
+        case read
+        /// Take calls from the input.
+        case handleCalls
+        /// Write the pending output.
+        case write
+        /// Queue the violation's error reply (held after earlier replies, in order).
+        case sendViolation
+        /// Drop unsent whole messages (and held replies) if `cutOutput`, then send
+        /// LimitExceeded for this limit.
+        case sendLimitError(String, cutOutput: Bool)
+        /// Close the socket now; whatever is still owed is dropped.
+        case close
+    }
+
+    /// The epoll interest the state calls for. `registered == false`: take the fd out of epoll
+    /// altogether (a hung-up socket reports EPOLLHUP whatever the interest, for ever).
+    struct Interest: Equatable, Sendable {
+        var read: Bool
+        var write: Bool
+        var registered: Bool
+        static let none = Interest(read: false, write: false, registered: false)
+    }
+
+    struct Budget: Equatable, Sendable {
+        /// Calls one connection may have handled in one loop pass.
+        var callsPerPass = 16
+        /// Calls one connection may add to one batch while others are also being served, so
+        /// that a flooder cannot make a well-behaved client's commit wait behind its own.
+        var callsPerBatch = 64
+        /// Replies (held + unsent) at which no more calls are taken: the client must read.
+        var maxOwedReplies = 256
+        /// Owed bytes (held + unsent) at which no more calls are taken, and at which streams
+        /// stop producing; below half of it both go on.
+        var owedBytesHighWater = 256 << 10
+        /// How long an ending connection may take to read what it is owed.
+        var lingerMicroseconds: UInt64 = 2_000_000
+        /// A connection holding part of a message that sends nothing for this long is cut off.
+        var idleMicroseconds: UInt64 = 30_000_000
+    }
+
+    let budget: Budget
+    private(set) var phase: Phase
+    /// A `more` call is open: until it ends, later calls wait in the input.
+    private(set) var streaming = false
+    /// The stream has more to produce now (not merely waiting for events).
+    private(set) var streamHasMore = false
+    private(set) var heldReplies = 0
+    private(set) var heldBytes = 0
+    /// Framed bytes not yet written.
+    private(set) var outputBytes = 0
+    /// Replies in the output (counted as owed until written; approximated as released count).
+    private var outputReplies = 0
+    /// A complete message waits in the input.
+    private(set) var hasCall = false
+    /// Bytes of an unfinished message in the input.
+    private(set) var partialBytes = 0
+    /// epoll said readable and we have not yet seen EAGAIN or a short read.
+    private var maybeReadable = false
+    private(set) var callsThisPass = 0
+    private(set) var callsThisBatch = 0
+    /// Others compete for the batch: the per-batch budget applies.
+    var contended = false
+    /// When the last byte arrived (for the idle timeout of an unfinished message).
+    private(set) var lastInputAt: UInt64
+    private(set) var lingerUntil: UInt64 = .max
+    /// A refused client sent its first call or EOF: once the error is written, close.
+    private var refusalAnswered = false
+
+    init(budget: Budget = Budget(), now: UInt64, refusedFor limit: String? = nil) {
+        self.budget = budget
+        lastInputAt = now
+        if let limit {
+            phase = .ending(.refused(limit))
+            lingerUntil = now &+ budget.lingerMicroseconds
+        } else {
+            phase = .serving
+        }
+    }
+
+    // MARK: - Derived state
+
+    /// Replies and bytes the client still has to receive.
+    var owedBytes: Int { heldBytes + outputBytes }
+
+    private var backedUp: Bool {
+        heldReplies + outputReplies >= budget.maxOwedReplies || owedBytes >= budget.owedBytesHighWater
+    }
+
+    private var withinBudget: Bool {
+        callsThisPass < budget.callsPerPass && (!contended || callsThisBatch < budget.callsPerBatch)
+    }
+
+    /// Calls may be taken from the input now.
+    var mayHandleCalls: Bool {
+        switch phase {
+        case .serving, .inputClosed, .peerGone:
+            // Replies of a gone peer are dropped, so it cannot back up.
+            return !streaming && withinBudget && (phase == .peerGone || !backedUp)
+        case .ending, .closed:
+            return false
+        }
+    }
+
+    /// Bytes may be read now: only when nothing complete waits (so the input stays bounded).
+    var mayRead: Bool {
+        switch phase {
+        case .serving: return !hasCall && mayHandleCalls
+        // A gone peer's last bytes are read (without epoll) so that its calls take effect.
+        case .peerGone: return !hasCall && withinBudget
+        // A refused client's first call is awaited (and discarded) so that it reads the error.
+        case .ending(.refused): return !refusalAnswered
+        case .inputClosed, .ending, .closed: return false
+        }
+    }
+
+    /// A stream may produce more output now.
+    var mayProduce: Bool {
+        guard streaming && streamHasMore else { return false }
+        switch phase {
+        case .serving, .inputClosed: return owedBytes < budget.owedBytesHighWater / 2
+        case .peerGone, .ending, .closed: return false
+        }
+    }
+
+    var interest: Interest {
+        switch phase {
+        case .serving, .inputClosed, .ending:
+            return Interest(read: mayRead, write: outputBytes > 0, registered: true)
+        case .peerGone, .closed:
+            return .none
+        }
+    }
+
+    /// The connection wants a turn in this pass.
+    var needsService: Bool {
+        if isFinished { return true }
+        if hasCall && mayHandleCalls { return true }
+        if mayRead && (maybeReadable || phase == .peerGone) { return true }
+        return mayProduce
+    }
+
+    /// Nothing more will happen: close it.
+    var isFinished: Bool {
+        switch phase {
+        case .serving: return false
+        case .inputClosed: return !hasCall && !streaming && heldReplies == 0 && outputBytes == 0
+        case .peerGone: return !hasCall && !maybeReadable
+        case .ending(.refused): return refusalAnswered && outputBytes == 0
+        case .ending: return heldReplies == 0 && outputBytes == 0
+        case .closed: return true
+        }
+    }
+
+    /// Holding part of a message, or ending: the server must call `tick` for this one.
+    var needsClock: Bool {
+        switch phase {
+        case .serving: return partialBytes > 0
+        case .ending: return true
+        case .inputClosed, .peerGone, .closed: return false
+        }
+    }
+
+    var isClosed: Bool { phase == .closed }
+
+    /// Serving or answering: a limit can still end it (not yet ending, gone or closed).
+    var mayBeCutOff: Bool { phase == .serving || phase == .inputClosed }
+
+    /// What a turn of service should do first.
+    mutating func serviceAction() -> Action {
+        if isFinished { return close() }
+        if hasCall && mayHandleCalls { return .handleCalls }
+        if mayRead && (maybeReadable || phase == .peerGone) { return .read }
+        return .none
+    }
+
+    // MARK: - Events
+
+    mutating func on(_ event: Event) -> Action {
+        if phase == .closed { return .none }
+        switch event {
+        case .readable:
+            // Noted only: reading happens in the connection's turn of a pass.
+            maybeReadable = true
+            return .none
+
+        case .writable:
+            return outputBytes > 0 && phase != .peerGone ? .write : .none
+
+        case .hangUp:
+            switch phase {
+            case .serving, .inputClosed:
+                // Owed output can no longer reach anyone; calls already received still run.
+                enterPeerGone()
+                maybeReadable = true
+                return .none
+            case .peerGone:
+                return isFinished ? close() : .none
+            case .ending, .closed:
+                return close()
+            }
+
+        case .socketError:
+            return close()
+
+        case .received(let partial, let call, let more, let now):
+            partialBytes = partial
+            hasCall = call
+            maybeReadable = more
+            lastInputAt = now
+            if case .ending(.refused) = phase {
+                // Its first call is the one the error answers; the rest is not read.
+                if call { refusalAnswered = true }
+                hasCall = false
+                return isFinished ? close() : .none
+            }
+            return hasCall && mayHandleCalls ? .handleCalls : .none
+
+        case .readWouldBlock:
+            maybeReadable = false
+            return isFinished ? close() : .none
+
+        case .endOfInput:
+            maybeReadable = false
+            switch phase {
+            case .serving:
+                phase = .inputClosed
+                // A half-finished message can never be completed now.
+                partialBytes = 0
+            case .ending(.refused):
+                refusalAnswered = true
+            case .inputClosed, .peerGone, .ending, .closed:
+                break
+            }
+            if isFinished { return close() }
+            return hasCall && mayHandleCalls ? .handleCalls : .none
+
+        case .callHandled(let opensStream):
+            callsThisPass += 1
+            callsThisBatch += 1
+            if opensStream && phase != .peerGone { streaming = true }
+            return .none
+
+        case .inputExhausted(let partial):
+            hasCall = false
+            partialBytes = phase == .serving ? partial : 0
+            return isFinished ? close() : .none
+
+        case .replyHeld(let bytes):
+            if phase == .peerGone { return .none }
+            heldReplies += 1
+            heldBytes += bytes
+            return .none
+
+        case .repliesReleased(let count, let held, let output):
+            if phase == .peerGone { return isFinished ? close() : .none }
+            heldReplies -= count
+            heldBytes -= held
+            outputBytes += output
+            outputReplies += count
+            if outputBytes > 0 { return .write }
+            return isFinished ? close() : .none
+
+        case .outputAdded(let bytes):
+            if phase == .peerGone { return .none }
+            outputBytes += bytes
+            return bytes > 0 ? .write : .none
+
+        case .wrote(let bytes):
+            outputBytes -= bytes
+            if outputBytes == 0 { outputReplies = 0 }
+            return isFinished ? close() : .none
+
+        case .writeWouldBlock:
+            return .none
+
+        case .streamEnded:
+            streaming = false
+            streamHasMore = false
+            if isFinished { return close() }
+            return hasCall && mayHandleCalls ? .handleCalls : .none
+
+        case .protocolViolation(let now):
+            switch phase {
+            case .serving, .inputClosed:
+                beginEnding(.protocolViolation, now: now)
+                return .sendViolation
+            case .peerGone:
+                // Nobody to tell: drop the rest of its input.
+                hasCall = false
+                maybeReadable = false
+                return isFinished ? close() : .none
+            case .ending, .closed:
+                return .none
+            }
+
+        case .limitExceeded(let limit, let cutOutput, let now):
+            switch phase {
+            case .serving, .inputClosed:
+                beginEnding(.limit(limit), now: now)
+                if cutOutput {
+                    heldReplies = 0
+                    heldBytes = 0
+                }
+                return .sendLimitError(limit, cutOutput: cutOutput)
+            case .peerGone, .ending, .closed:
+                return .none
+            }
+
+        case .streamHasMore(let more):
+            streamHasMore = streaming && more
+            return .none
+
+        case .passBegan:
+            callsThisPass = 0
+            return .none
+
+        case .batchBegan:
+            callsThisBatch = 0
+            return .none
+
+        case .tick(let now):
+            switch phase {
+            case .serving:
+                if partialBytes > 0, now >= lastInputAt, now - lastInputAt >= budget.idleMicroseconds {
+                    return on(.limitExceeded("IdleTimeoutSec", cutOutput: false, now: now))
+                }
+                return .none
+            case .ending:
+                return now >= lingerUntil ? close() : .none
+            case .inputClosed, .peerGone, .closed:
+                return .none
+            }
+        }
+    }
+
+    /// Output the server dropped for a slow reader (whole unsent messages).
+    mutating func outputDropped(bytes: Int) {
+        outputBytes -= bytes
+    }
+
+    private mutating func beginEnding(_ reason: EndReason, now: UInt64) {
+        phase = .ending(reason)
+        streaming = false
+        streamHasMore = false
+        hasCall = false
+        partialBytes = 0
+        maybeReadable = false
+        lingerUntil = now &+ budget.lingerMicroseconds
+    }
+
+    private mutating func enterPeerGone() {
+        phase = .peerGone
+        streaming = false
+        streamHasMore = false
+        heldReplies = 0
+        heldBytes = 0
+        outputBytes = 0
+        outputReplies = 0
+        partialBytes = 0
+    }
+
+    private mutating func close() -> Action {
+        phase = .closed
+        streaming = false
+        streamHasMore = false
+        hasCall = false
+        maybeReadable = false
+        return .close
+    }
+}

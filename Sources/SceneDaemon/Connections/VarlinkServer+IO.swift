@@ -1,0 +1,137 @@
+import Glibc
+import SystemdKit
+import Varlink
+
+/// The actions that touch a socket, each answering the machine's next action.
+extension VarlinkServer {
+    /// One read of at most the buffer (64 KiB): a connection's byte budget per turn.
+    func read(_ conn: ClientConnection) -> ConnectionMachine.Action {
+        while true {
+            let n = readBuffer.withUnsafeMutableBytes { Glibc.recv(conn.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if n > 0 {
+                readBuffer.withUnsafeBytes { conn.wire.receive(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+                let complete = conn.wire.hasCompleteMessage()
+                return conn.machine.on(.received(partialBytes: complete ? 0 : conn.wire.bufferedInputCount,
+                                                 hasCall: complete, more: n == readBuffer.count, now: now()))
+            }
+            if n == 0 { return conn.machine.on(.endOfInput) }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return conn.machine.on(.readWouldBlock)
+            case ECONNRESET, EPIPE: return conn.machine.on(.hangUp)
+            default: return conn.machine.on(.socketError)
+            }
+        }
+    }
+
+    /// Handles complete calls, in order, for as long as the machine allows.
+    func handleCalls(_ conn: ClientConnection) -> ConnectionMachine.Action {
+        while conn.machine.mayHandleCalls {
+            switch conn.wire.nextCall() {
+            case .needMoreData:
+                return conn.machine.on(.inputExhausted(partialBytes: conn.wire.bufferedInputCount))
+            case .violation:
+                return conn.machine.on(.protocolViolation(now: now()))
+            case .call(let call):
+                handleCall?(call, conn)
+                callsHandled &+= 1
+                if !conn.inBatch {
+                    conn.inBatch = true
+                    batchMembers.append(conn)
+                }
+                let next = conn.machine.on(.callHandled(opensStream: conn.stream != nil))
+                if next != .none { return next }
+                if conn.stream != nil { _ = conn.machine.on(.streamHasMore(conn.streamHasMore)) }
+            }
+        }
+        return .none
+    }
+
+    /// Writes until the socket is full or the output is empty.
+    func write(_ conn: ClientConnection) -> ConnectionMachine.Action {
+        guard conn.machine.outputBytes > 0, conn.machine.phase != .peerGone else { return .none }
+        while conn.wire.hasPendingOutput {
+            let n = conn.wire.withPendingOutput { buffer in
+                Glibc.send(conn.fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+            }
+            if n > 0 {
+                conn.wire.consumedOutput(n)
+                let next = conn.machine.on(.wrote(bytes: n))
+                if next != .none { return next }
+                continue
+            }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return conn.machine.on(.writeWouldBlock)
+            case EPIPE, ECONNRESET: return conn.machine.on(.hangUp)
+            default: return conn.machine.on(.socketError)
+            }
+        }
+        return .none
+    }
+
+    /// The violation's error is held like a reply, so that it follows the replies before it.
+    func sendViolation(_ conn: ClientConnection) -> ConnectionMachine.Action {
+        let violation = conn.wire.violation ?? ProtocolViolation(reason: .invalidJSON, message: "protocol violation")
+        conn.holdRaw(violation.errorReply(errorName: Self.protocolViolationError), batch: currentBatch?() ?? 0)
+        warn("client \(conn.number) (\(conn.peer)) broke the protocol: \(violation.message)")
+        return .none
+    }
+
+    /// LimitExceeded for `limit`. A slow reader first loses its unsent output (that is the
+    /// memory the limit protects); otherwise the error follows the replies still owed.
+    func sendLimitError(_ conn: ClientConnection, _ limit: String, cutOutput: Bool) -> ConnectionMachine.Action {
+        var dropped = 0
+        if cutOutput {
+            dropped = conn.wire.dropUnsentMessages()
+            conn.machine.outputDropped(bytes: dropped)
+            conn.dropHeld()
+        }
+        let error = limits.error(limit, limits.explanation(limit))
+        warn("cut off client \(conn.number) (\(conn.peer)): \(limit) exceeded" + (dropped > 0 ? ", \(dropped) unsent bytes dropped" : ""))
+        if cutOutput || !conn.hasHeldReplies {
+            let bytes = error.encoded()
+            conn.wire.enqueue(bytes)
+            return conn.machine.on(.outputAdded(bytes: bytes.count))
+        }
+        conn.holdError(batch: currentBatch?() ?? 0, error)
+        return .none
+    }
+
+    // MARK: - Clocks and global limits
+
+    func armClock() {
+        guard let timer = clockTimer, !timer.isArmed else { return }
+        let period = min(budget.idleMicroseconds, budget.lingerMicroseconds) / 4
+        timer.reschedule(after: max(50_000, min(period, 1_000_000)))
+    }
+
+    /// Idle and linger deadlines of the connections that need the clock.
+    func tickClocks() {
+        let t = now()
+        let list = timed
+        timed.removeAll(keepingCapacity: true)
+        for conn in list {
+            conn.onClock = false
+            guard !conn.isClosed else { continue }
+            step(conn, .tick(now: t))
+        }
+        if !timed.isEmpty { armClock() }
+    }
+
+    /// All clients together over MaxBufferedOutput or MaxBufferedInput: the one holding the
+    /// most is cut off, until the totals are back under.
+    func enforceGlobalLimits() {
+        // Each round turns one connection to ending, which is never chosen again: it ends.
+        while owedTotal > limits.maxBufferedOutput {
+            guard let victim = connections.values.filter({ $0.machine.mayBeCutOff })
+                .max(by: { $0.machine.owedBytes < $1.machine.owedBytes }), victim.machine.owedBytes > 0 else { break }
+            step(victim, .limitExceeded("MaxBufferedOutput", cutOutput: true, now: now()))
+        }
+        while partialTotal > limits.maxBufferedInput {
+            guard let victim = connections.values.filter({ $0.machine.mayBeCutOff })
+                .max(by: { $0.machine.partialBytes < $1.machine.partialBytes }), victim.machine.partialBytes > 0 else { break }
+            step(victim, .limitExceeded("MaxBufferedInput", cutOutput: false, now: now()))
+        }
+    }
+}

@@ -1,0 +1,426 @@
+import Glibc
+import SceneCore
+import SystemdKit
+import Varlink
+
+/// The socket side of the daemon: accepts clients, and serves them in loop passes, round
+/// robin, each within a budget. Every decision about one connection is its `ConnectionMachine`'s;
+/// this class only carries the machines' actions out (reads, writes, closes) and keeps the lists
+/// that make a pass cost what is ready rather than what is connected. One thread, no locks.
+///
+/// The client sockets sit in an epoll set of their own (`EpollSet`) that the loop watches as
+/// one source. That source only wakes the pass; the pass collects and serves. So no client —
+/// not even one whose socket is ready for ever — can take the loop away from the others, the
+/// commit or the watchdog.
+final class VarlinkServer {
+    let loop: EventLoop
+    let listenFD: Int32
+    let path: String
+    var limits: ConnectionLimits {
+        didSet { budget.idleMicroseconds = UInt64(max(limits.idleTimeout, 1)) }
+    }
+    var budget = ConnectionMachine.Budget()
+    let poller: EpollSet
+    private var listenSource: IOSource?
+    private var pollerSource: IOSource?
+    private var resumeTimer: TimerSource?
+    var clockTimer: TimerSource?
+    private(set) var connections: [Int: ClientConnection] = [:]
+    private var nextNumber = 1
+    private var perUser: [UInt32: Int] = [:]
+    /// Connections accepted only to be told they are over a limit.
+    private var refusing = 0
+    private var acceptPaused = false
+
+    /// Served in the next pass, in order.
+    private var ready: [ClientConnection] = []
+    private var servedThisPass: [ClientConnection] = []
+    /// Connections that handled calls in the batch being gathered.
+    var batchMembers: [ClientConnection] = []
+    /// With output to write at the next flush.
+    private var dirty: [ClientConnection] = []
+    /// With replies held for a commit.
+    private var waiting: [ClientConnection] = []
+    /// Needing clock ticks (part of a message held, or ending).
+    var timed: [ClientConnection] = []
+
+    /// Bytes owed to all clients (held and unsent), and of unfinished messages received.
+    private(set) var owedTotal = 0
+    private(set) var partialTotal = 0
+    var callsHandled: UInt64 = 0
+    private(set) var passes: UInt64 = 0
+    var readBuffer = [UInt8](repeating: 0, count: 65536)
+    var logLimiter = RateLimiter()
+
+    /// Set by the daemon: handles one call (holding its reply in the connection).
+    var handleCall: ((VarlinkCall, ClientConnection) -> Void)?
+    /// Set by the daemon: produces the next part of a stream.
+    var produceStream: ((ClientConnection) -> Void)?
+    /// Set by the daemon: asks for a loop pass.
+    var requestPass: (() -> Void)?
+    /// Set by the daemon: the batch replies made now depend on.
+    var currentBatch: (() -> UInt64)?
+
+    static let protocolViolationError = "io.scened.Manager.ProtocolViolation"
+    /// Refused connections kept open at once to deliver their error; beyond, best effort.
+    static let maxRefusing = 64
+
+    init(loop: EventLoop, listenFD: Int32, path: String, limits: ConnectionLimits) throws {
+        self.loop = loop
+        self.listenFD = listenFD
+        self.path = path
+        self.limits = limits
+        poller = try EpollSet()
+        budget.idleMicroseconds = UInt64(max(limits.idleTimeout, 1))
+    }
+
+    func start() throws {
+        let me = Unmanaged.passUnretained(self)
+        listenSource = try loop.addIO(fd: listenFD, events: .readable) { _ in me.takeUnretainedValue().acceptPending() }
+        pollerSource = try loop.addIO(fd: poller.fd, events: .readable) { _ in
+            // Only a wake-up: the pass collects. Off until then, so it cannot fire in a loop.
+            let server = me.takeUnretainedValue()
+            try? server.pollerSource?.setEnabled(false)
+            server.requestPass?()
+        }
+        resumeTimer = try loop.addTimer(at: UInt64.max, accuracy: 10_000) { me.takeUnretainedValue().resumeAccepting() }
+        resumeTimer?.disarm()
+        clockTimer = try loop.addTimer(at: UInt64.max, accuracy: 50_000) { me.takeUnretainedValue().tickClocks() }
+        clockTimer?.disarm()
+    }
+
+    var connectionCount: Int { connections.count }
+    /// Something is left for another pass.
+    var hasWork: Bool { !ready.isEmpty || !dirty.isEmpty }
+
+    func now() -> UInt64 { loop.nowMonotonic }
+
+    // MARK: - Accept
+
+    private func acceptPending() {
+        // Bounded per wake-up; the listening socket is level-triggered and wakes us again.
+        for _ in 0..<64 {
+            let fd: Int32
+            do {
+                guard let accepted = try UnixSocket.accept(listenFD) else { return }
+                fd = accepted
+            } catch {
+                let code = error.errno
+                if code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM {
+                    pauseAccepting(code)
+                } else {
+                    warn("accept on \(path): \(error)")
+                }
+                return
+            }
+            admit(fd)
+        }
+    }
+
+    private func admit(_ fd: Int32) {
+        let peer = UnixSocket.peerCredentials(fd).map { PeerCredentials(pid: $0.pid, uid: $0.uid, gid: $0.gid) } ?? .unknown
+        var refusal: String?
+        if connections.count - refusing >= limits.maxConnections {
+            refusal = "MaxConnections"
+        } else if perUser[peer.uid, default: 0] >= limits.maxConnectionsPerUser {
+            refusal = "MaxConnectionsPerUser"
+        }
+        let error = refusal.map { limits.error($0, limits.explanation($0)).encoded() }
+        if let refusal, let error, refusing >= Self.maxRefusing {
+            // Too many refusals in flight to wait for each: say it once, best effort, and go.
+            _ = error.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+            Glibc.close(fd)
+            warn("refused a client (\(peer)): \(refusal)")
+            return
+        }
+        let machine = ConnectionMachine(budget: budget, now: now(), refusedFor: refusal)
+        var wireLimits = VarlinkConnection.Limits()
+        wireLimits.maxMessageBytes = limits.maxMessageSize
+        let conn = ClientConnection(number: nextNumber, fd: fd, peer: peer, limits: wireLimits, machine: machine)
+        nextNumber += 1
+        do {
+            try poller.add(fd, token: UInt64(conn.number), events: Self.events(conn.machine.interest))
+        } catch {
+            warn("cannot watch a client socket: \(error)")
+            Glibc.close(fd)
+            return
+        }
+        conn.appliedInterest = conn.machine.interest
+        connections[conn.number] = conn
+        if let refusal, let error {
+            refusing += 1
+            conn.refused = true
+            conn.wire.enqueue(error)
+            warn("refused a client (\(peer)): \(refusal)")
+            step(conn, .outputAdded(bytes: error.count))
+        } else {
+            perUser[peer.uid, default: 0] += 1
+            afterStep(conn)
+        }
+    }
+
+    /// Out of descriptors: stop accepting (the listening socket would be ready for ever)
+    /// until a connection closes or a moment has passed.
+    private func pauseAccepting(_ code: Int32) {
+        guard !acceptPaused else { return }
+        acceptPaused = true
+        try? listenSource?.setEnabled(false)
+        resumeTimer?.reschedule(after: 250_000)
+        warn("accept on \(path): \(String(cString: strerror(code))); not accepting until a descriptor frees (\(connections.count) clients connected)")
+    }
+
+    private func resumeAccepting() {
+        guard acceptPaused else { return }
+        acceptPaused = false
+        resumeTimer?.disarm()
+        try? listenSource?.setEnabled(true)
+    }
+
+    // MARK: - Passes
+
+    /// Begins a pass: fresh per-pass budgets, and every client epoll reports ready.
+    func beginPass() {
+        passes += 1
+        let served = servedThisPass
+        servedThisPass.removeAll(keepingCapacity: true)
+        for conn in served {
+            conn.servedThisPass = false
+            if !conn.isClosed { step(conn, .passBegan) }
+        }
+        poller.wait { token, events in
+            guard let conn = connections[Int(truncatingIfNeeded: token)] else { return }
+            if events.contains(.error) {
+                step(conn, .socketError)
+            } else if events.contains(.hangup) {
+                step(conn, .hangUp)
+            } else {
+                if events.contains(.writable) { step(conn, .writable) }
+                if events.contains(.readable) && !conn.isClosed { step(conn, .readable) }
+            }
+        }
+        try? pollerSource?.setEnabled(true)
+    }
+
+    /// Gives each connection that was ready at the start of the pass one turn.
+    func serve() {
+        guard !ready.isEmpty else { return }
+        let turn = ready
+        ready.removeAll(keepingCapacity: true)
+        let contended = batchMembers.count > 1 || turn.count > 1
+        for conn in turn {
+            conn.queued = false
+            guard !conn.isClosed else { continue }
+            conn.machine.contended = contended
+            if !conn.servedThisPass {
+                conn.servedThisPass = true
+                servedThisPass.append(conn)
+            }
+            run(conn, conn.machine.serviceAction())
+            if !conn.isClosed, conn.machine.mayProduce {
+                produceStream?(conn)
+                if !conn.isClosed, conn.stream != nil { _ = conn.machine.on(.streamHasMore(conn.streamHasMore)) }
+            }
+            afterStep(conn)
+        }
+    }
+
+    /// A new batch began gathering: the connections of the last one may go on.
+    func batchBegan() {
+        guard !batchMembers.isEmpty else { return }
+        let members = batchMembers
+        batchMembers.removeAll(keepingCapacity: true)
+        for conn in members {
+            conn.inBatch = false
+            if !conn.isClosed { step(conn, .batchBegan) }
+        }
+    }
+
+    // MARK: - Stepping machines
+
+    /// Feeds one event to a connection's machine and carries out what follows.
+    func step(_ conn: ClientConnection, _ event: ConnectionMachine.Event) {
+        guard !conn.isClosed else { return }
+        run(conn, conn.machine.on(event))
+        afterStep(conn)
+    }
+
+    private func run(_ conn: ClientConnection, _ first: ConnectionMachine.Action) {
+        var action = first
+        while true {
+            switch action {
+            case .none:
+                return
+            case .read:
+                action = read(conn)
+            case .handleCalls:
+                action = handleCalls(conn)
+            case .write:
+                markDirty(conn)
+                return
+            case .sendViolation:
+                action = sendViolation(conn)
+            case .sendLimitError(let limit, let cutOutput):
+                action = sendLimitError(conn, limit, cutOutput: cutOutput)
+            case .close:
+                close(conn)
+                return
+            }
+        }
+    }
+
+    /// Brings the server's lists, totals and epoll in line with the machine's state.
+    private func afterStep(_ conn: ClientConnection) {
+        guard !conn.isClosed else { return }
+        let m = conn.machine
+        // The machine ended the stream (cut off, peer gone): nothing more may be produced.
+        if !m.streaming && conn.stream != nil { conn.stream = nil }
+        owedTotal += m.owedBytes - conn.accountedOwed
+        conn.accountedOwed = m.owedBytes
+        partialTotal += m.partialBytes - conn.accountedPartial
+        conn.accountedPartial = m.partialBytes
+        if m.owedBytes > limits.maxOutputPerConnection {
+            step(conn, .limitExceeded("MaxOutputPerConnection", cutOutput: true, now: now()))
+            return
+        }
+        let interest = m.interest
+        if interest != conn.appliedInterest {
+            if interest.registered {
+                try? poller.modify(conn.fd, token: UInt64(conn.number), events: Self.events(interest))
+            } else {
+                poller.remove(conn.fd)
+            }
+            conn.appliedInterest = interest
+        }
+        if m.needsService && !conn.queued {
+            conn.queued = true
+            ready.append(conn)
+            requestPass?()
+        }
+        if m.needsClock && !conn.onClock {
+            conn.onClock = true
+            timed.append(conn)
+            armClock()
+        }
+        if conn.hasHeldReplies && !conn.waitingForRelease {
+            conn.waitingForRelease = true
+            waiting.append(conn)
+        }
+    }
+
+    private func markDirty(_ conn: ClientConnection) {
+        guard !conn.isDirty else { return }
+        conn.isDirty = true
+        dirty.append(conn)
+        requestPass?()
+    }
+
+    static func events(_ interest: ConnectionMachine.Interest) -> IOEvents {
+        var events: IOEvents = []
+        if interest.read { events.insert(.readable) }
+        if interest.write { events.insert(.writable) }
+        return events
+    }
+
+    // MARK: - Commits and output
+
+    /// Batches up to `batch` are settled: their replies become output, or `failure`.
+    func settle(through batch: UInt64, failure: VarlinkError?) {
+        guard !waiting.isEmpty else { return }
+        let list = waiting
+        waiting.removeAll(keepingCapacity: true)
+        for conn in list {
+            conn.waitingForRelease = false
+            guard !conn.isClosed else { continue }
+            if let failure {
+                let (count, held, output) = conn.fail(through: batch, with: failure)
+                step(conn, .repliesReleased(count: count, heldBytes: held, outputBytes: output))
+            } else {
+                let (count, bytes) = conn.release(through: batch)
+                if count > 0 { step(conn, .repliesReleased(count: count, heldBytes: bytes, outputBytes: bytes)) }
+                else { afterStep(conn) }
+            }
+        }
+    }
+
+    /// Writes what each connection with new output has.
+    func flush() {
+        while !dirty.isEmpty {
+            let list = dirty
+            dirty.removeAll(keepingCapacity: true)
+            for conn in list {
+                conn.isDirty = false
+                guard !conn.isClosed else { continue }
+                run(conn, write(conn))
+                afterStep(conn)
+            }
+        }
+    }
+
+    /// A stream message that is already committed goes straight to the output, unless replies
+    /// are still held (a monitor's first reply): then it waits behind them, in order.
+    func appendOutput(_ conn: ClientConnection, _ bytes: [UInt8]) {
+        guard !conn.isClosed, conn.machine.streaming else { return }
+        if conn.hasHeldReplies {
+            conn.holdBehindLast(bytes)
+            afterStep(conn)
+            return
+        }
+        conn.wire.enqueue(bytes)
+        step(conn, .outputAdded(bytes: bytes.count))
+    }
+
+    /// The connection's open `more` call ended; its next calls may be handled.
+    func streamEnded(_ conn: ClientConnection) {
+        conn.stream = nil
+        step(conn, .streamEnded)
+    }
+
+    /// The stream may have more to produce (a monitor fell behind, its backlog set).
+    func streamChanged(_ conn: ClientConnection) {
+        guard !conn.isClosed, conn.stream != nil else { return }
+        step(conn, .streamHasMore(conn.streamHasMore))
+    }
+
+    /// Every live monitor, for event fan-out.
+    func forEachMonitor(_ body: (ClientConnection, MonitorStream) -> Void) {
+        for conn in connections.values {
+            if case .monitor(let m) = conn.stream, conn.machine.streaming { body(conn, m) }
+        }
+    }
+
+    func close(_ conn: ClientConnection) {
+        if !conn.machine.isClosed { _ = conn.machine.on(.socketError) }
+        guard connections[conn.number] != nil else { return }
+        connections[conn.number] = nil
+        poller.remove(conn.fd)
+        Glibc.close(conn.fd)
+        owedTotal -= conn.accountedOwed
+        partialTotal -= conn.accountedPartial
+        conn.accountedOwed = 0
+        conn.accountedPartial = 0
+        conn.stream = nil
+        conn.dropHeld()
+        if conn.refused {
+            refusing -= 1
+        } else if let n = perUser[conn.peer.uid] {
+            perUser[conn.peer.uid] = n > 1 ? n - 1 : nil
+        }
+        if acceptPaused { resumeAccepting() }
+    }
+
+    func closeAll() {
+        for conn in Array(connections.values) { close(conn) }
+        listenSource?.cancel()
+        listenSource = nil
+        pollerSource?.cancel()
+        pollerSource = nil
+    }
+
+    /// Logged at most `RateLimiter`'s burst per interval: a hostile client must not flood it.
+    func warn(_ message: String) {
+        let verdict = logLimiter.allow(now: now())
+        guard verdict.allowed else { return }
+        let suffix = verdict.suppressed > 0 ? " (\(verdict.suppressed) similar messages suppressed)" : ""
+        Diagnostics.warning(message + suffix)
+    }
+}
