@@ -339,8 +339,9 @@ struct ConnectionMachine: Sendable {
 
         case .repliesReleased(let count, let held, let output):
             if phase == .peerGone { return isFinished ? close() : .none }
-            heldReplies -= count
-            heldBytes -= held
+            // Clamped: the counts come from the server's bookkeeping, never trusted to match.
+            heldReplies = max(0, heldReplies - count)
+            heldBytes = max(0, heldBytes - held)
             outputBytes += output
             outputReplies += count
             if outputBytes > 0 { return .write }
@@ -352,7 +353,7 @@ struct ConnectionMachine: Sendable {
             return bytes > 0 ? .write : .none
 
         case .wrote(let bytes):
-            outputBytes -= bytes
+            outputBytes = max(0, outputBytes - bytes)
             if outputBytes == 0 { outputReplies = 0 }
             return isFinished ? close() : .none
 
@@ -421,7 +422,7 @@ struct ConnectionMachine: Sendable {
 
     /// Output the server dropped for a slow reader (whole unsent messages).
     mutating func outputDropped(bytes: Int) {
-        outputBytes -= bytes
+        outputBytes = max(0, outputBytes - bytes)
     }
 
     private mutating func beginEnding(_ reason: EndReason, now: UInt64) {
@@ -451,6 +452,11 @@ struct ConnectionMachine: Sendable {
         streamHasMore = false
         hasCall = false
         maybeReadable = false
+        heldReplies = 0
+        heldBytes = 0
+        outputBytes = 0
+        outputReplies = 0
+        partialBytes = 0
         return .close
     }
 }

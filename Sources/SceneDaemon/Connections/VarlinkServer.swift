@@ -97,7 +97,7 @@ final class VarlinkServer {
 
     // MARK: - Accept
 
-    private func acceptPending() {
+    func acceptPending() {
         // Bounded per wake-up; the listening socket is level-triggered and wakes us again.
         for _ in 0..<64 {
             let fd: Int32
