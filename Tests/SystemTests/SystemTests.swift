@@ -90,7 +90,7 @@ import Testing
         run.stage("start returns after READY, status shows STATUS=") { try $0.startAndStatus() }
         run.stage("reload: RELOADING=1 ... READY=1, new setting applied; broken config refused") { try $0.reload() }
         run.stage("a failed start-up reports STATUS= and ERRNO=") { try $0.startupFailure() }
-        run.stage("watchdog kills a hung loop, systemd restarts it, sessions intact") { try $0.watchdog() }
+        run.stage("watchdog kills a hung loop, a livelocked loop and a stuck commit; systemd restarts it, sessions intact") { try $0.watchdog() }
         run.stage("socket activation by the first client") { try $0.socketActivation() }
         run.stage("journalctl SCENED_SESSION=<id>: exactly that session's entries") { try $0.journalPerSession() }
         run.stage("journalctl -x shows the catalog") { try $0.catalog() }
@@ -356,12 +356,27 @@ struct Run {
         let sessionsBefore = try sessionTable()
         #expect(Set([active, background, inactive, archived]).isSubset(of: sessionsBefore.keys), "sessions: \(sessionsBefore)")
 
+        // Three ways of not serving, each of which must stop WATCHDOG=1: a loop that blocks,
+        // a loop that spins without serving anyone (the first release's wedge, which sd-event's
+        // own per-iteration ping hid), and a commit thread that never finishes.
+        let triggers: [(name: String, calls: [(String, [String: Any])])] = [
+            ("hung loop", [("io.scened.Testing.Hang", ["seconds": 60])]),
+            ("livelocked loop", [("io.scened.Testing.Livelock", ["seconds": 0])]),
+            ("stuck commit", [("io.scened.Testing.StallCommit", ["seconds": 60]),
+                              ("\(manager).Connect", ["app": "com.example.stall", "background": true])]),
+        ]
+        for trigger in triggers {
+            try watchdogRestart(trigger.name, trigger.calls, sessionsBefore: sessionsBefore)
+        }
+    }
+
+    mutating func watchdogRestart(_ name: String, _ calls: [(String, [String: Any])], sessionsBefore: [String: String]) throws {
         let before = unit(["MainPID", "NRestarts"])
         let restartsBefore = Int(before["NRestarts"] ?? "") ?? -1
         let since = monotonicMicroseconds()
         // Kept open until the restart: the call must not be mistaken for a hung-up client's.
         let hangClient = try client()
-        try hangClient.oneway("io.scened.Testing.Hang", ["seconds": 60])
+        for (method, parameters) in calls { try hangClient.oneway(method, parameters) }
         // WatchdogSec=3s, then SIGABRT, RestartSec=500ms: expect a new process within ~5 s.
         var seenResult: Set<String> = []
         var now: [String: String] = [:]
@@ -372,22 +387,23 @@ struct Run {
         }
         let elapsed = Double(monotonicMicroseconds() - since) / 1e6
         withExtendedLifetime(hangClient) {}
-        #expect(restarted, "not restarted within 20 s after the hang: \(now)")
+        #expect(restarted, "\(name): not restarted within 20 s: \(now)")
         let main = before["MainPID"] ?? "?"
         let messages = awaitManagerMessages(since: since, containing: [
             "Watchdog timeout", "Killing process \(main) (scened) with signal SIGABRT", "Failed with result 'watchdog'",
         ])
         let log = messages.map(\.message).joined(separator: "\n")
-        #expect(log.contains("Watchdog timeout (limit 3s)"), "no watchdog timeout in the manager's log:\n\(log)")
+        #expect(log.contains("Watchdog timeout (limit 3s)"), "\(name): no watchdog timeout in the manager's log:\n\(log)")
         // Killed by the watchdog's SIGABRT itself (SWIFT_BACKTRACE=enable=no), not by the
         // TimeoutAbortSec= SIGKILL after the Swift crash handler swallowed it.
-        #expect(log.contains("Main process exited, code=killed, status=6/ABRT"), "the hung daemon did not die of SIGABRT:\n\(log)")
+        #expect(log.contains("Main process exited, code=killed, status=6/ABRT"), "\(name): the daemon did not die of SIGABRT:\n\(log)")
         #expect(log.contains("Failed with result 'watchdog'") && log.contains("Scheduled restart job"),
-                "expected Result=watchdog and an automatic restart:\n\(log)")
-        report("watchdog: hung loop killed and restarted in \(format(elapsed, 2)) s; Result values seen while polling: \(seenResult.sorted()); NRestarts \(restartsBefore) -> \(now["NRestarts"] ?? "?")")
+                "\(name): expected Result=watchdog and an automatic restart:\n\(log)")
+        report("watchdog, \(name): killed and restarted in \(format(elapsed, 2)) s; Result values seen while polling: \(seenResult.sorted()); NRestarts \(restartsBefore) -> \(now["NRestarts"] ?? "?")")
 
+        // The stuck commit's Connect was never acknowledged and is not there.
         let sessionsAfter = try sessionTable()
-        #expect(sessionsAfter == sessionsBefore, "sessions changed across the watchdog restart:\nbefore \(sessionsBefore)\nafter  \(sessionsAfter)")
+        #expect(sessionsAfter == sessionsBefore, "\(name): sessions changed across the watchdog restart:\nbefore \(sessionsBefore)\nafter  \(sessionsAfter)")
     }
 
     /// id -> "app condition state" of every session.
