@@ -70,6 +70,7 @@ final class Daemon {
         server.requestPass = { me.takeUnretainedValue().requestPass() }
         server.currentBatch = { me.takeUnretainedValue().manager.gathering }
         server.produceStream = { conn in me.takeUnretainedValue().service.produce(conn) }
+        server.log = { entry in me.takeUnretainedValue().logger.send(entry) }
         if let writer = manager.writer {
             // Before any pass: a finished commit releases replies and starts the next batch.
             commitDone = try loop.addIO(fd: writer.completionFD, events: .readable, priority: -10) { _ in

@@ -12,6 +12,7 @@ public enum DaemonMain {
         // only ever seen by sd-event's signalfd.
         EventLoop.blockSignals([SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2])
         signal(SIGPIPE, SIG_IGN)
+        raiseDescriptorLimit()
 
         let options: DaemonOptions
         do {
@@ -122,6 +123,16 @@ public enum DaemonMain {
             if ownsSocket { unlink(socketPath) }
             return fail("\(error)", errno: EIO)
         }
+    }
+
+    /// Each client is a descriptor, and MaxConnections= defaults to 4096 while the usual soft
+    /// limit is 1024: raise the soft limit to the hard one, as systemd advises for programs
+    /// that never use select(2). Beyond the hard limit, accepting pauses at EMFILE.
+    static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
 
     /// Start-up failure: tell systemd why (STATUS=, ERRNO=) and the operator (stderr).

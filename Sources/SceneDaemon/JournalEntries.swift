@@ -20,6 +20,7 @@ enum MessageID {
     static let daemonStopped = "7753a5a151754a9b84761ec4dc19671d"
     static let configurationReload = "4faa28252d7f49828519797754e71ae9"
     static let storageFailure = "b5264d24c1df4b2bb6986b3cd75487c3"
+    static let clientLimit = "1f8145637702418193736669c5e5400b"
 }
 
 /// One structured journal entry.

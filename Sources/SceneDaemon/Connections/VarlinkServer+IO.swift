@@ -88,7 +88,7 @@ extension VarlinkServer {
             conn.dropHeld()
         }
         let error = limits.error(limit, limits.explanation(limit))
-        warn("cut off client \(conn.number) (\(conn.peer)): \(limit) exceeded" + (dropped > 0 ? ", \(dropped) unsent bytes dropped" : ""))
+        reportLimit(limit, peer: conn.peer, "cut off a client", detail: dropped > 0 ? "; \(dropped) unsent bytes dropped" : "")
         if cutOutput || !conn.hasHeldReplies {
             let bytes = error.encoded()
             conn.wire.enqueue(bytes)

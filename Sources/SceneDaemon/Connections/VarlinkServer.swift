@@ -60,6 +60,8 @@ final class VarlinkServer {
     var requestPass: (() -> Void)?
     /// Set by the daemon: the batch replies made now depend on.
     var currentBatch: (() -> UInt64)?
+    /// Set by the daemon: where structured entries go (the journal); stderr without it.
+    var log: ((LogEntry) -> Void)?
 
     static let protocolViolationError = "io.scened.Manager.ProtocolViolation"
     /// Refused connections kept open at once to deliver their error; beyond, best effort.
@@ -130,7 +132,7 @@ final class VarlinkServer {
             // Too many refusals in flight to wait for each: say it once, best effort, and go.
             _ = error.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
             Glibc.close(fd)
-            warn("refused a client (\(peer)): \(refusal)")
+            reportLimit(refusal, peer: peer, "refused a client")
             return
         }
         let machine = ConnectionMachine(budget: budget, now: now(), refusedFor: refusal)
@@ -151,7 +153,7 @@ final class VarlinkServer {
             refusing += 1
             conn.refused = true
             conn.wire.enqueue(error)
-            warn("refused a client (\(peer)): \(refusal)")
+            reportLimit(refusal, peer: peer, "refused a client")
             step(conn, .outputAdded(bytes: error.count))
         } else {
             perUser[peer.uid, default: 0] += 1
@@ -422,5 +424,18 @@ final class VarlinkServer {
         guard verdict.allowed else { return }
         let suffix = verdict.suppressed > 0 ? " (\(verdict.suppressed) similar messages suppressed)" : ""
         Diagnostics.warning(message + suffix)
+    }
+
+    /// A journal entry (rate-limited like `warn`) for a client refused or cut off by a limit.
+    func reportLimit(_ limit: String, peer: PeerCredentials, _ what: String, detail: String = "") {
+        let verdict = logLimiter.allow(now: now())
+        guard verdict.allowed else { return }
+        let suffix = verdict.suppressed > 0 ? " (\(verdict.suppressed) similar messages suppressed)" : ""
+        let message = "\(what) (pid \(peer.pid), uid \(peer.uid)): \(limit) exceeded\(detail)\(suffix)"
+        guard let log else { return Diagnostics.warning(message) }
+        log(LogEntry(priority: .warning, messageID: MessageID.clientLimit, message: message, fields: [
+            ("SCENED_LIMIT", limit), ("SCENED_CLIENT_PID", String(peer.pid)),
+            ("SCENED_CLIENT_UID", String(peer.uid)), ("SCENED_CLIENT_GID", String(peer.gid)),
+        ]))
     }
 }
