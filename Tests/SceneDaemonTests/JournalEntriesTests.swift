@@ -295,7 +295,7 @@ struct JournalEntriesTests {
             MessageID.sessionDisconnected, MessageID.sessionDiscarded, MessageID.appLaunched,
             MessageID.appSuspendedResumed, MessageID.appTerminated, MessageID.memoryWarning, MessageID.taskExpiring,
             MessageID.reclaimAction, MessageID.pressureChanged, MessageID.pressureUnrelievable, MessageID.daemonReady,
-            MessageID.daemonStopped, MessageID.configurationReload, MessageID.storageFailure,
+            MessageID.daemonStopped, MessageID.configurationReload, MessageID.storageFailure, MessageID.clientLimit,
         ]
         #expect(declared.map(\.value) == listed, "update the list here when MessageID gains a value")
         for (name, id) in declared {
