@@ -40,7 +40,7 @@ struct ConfigLoader {
         return out
     }
 
-    private func dropIns(in directories: [String]) -> [String] {
+    func dropIns(in directories: [String]) -> [String] {
         var chosen: [String: String?] = [:]
         // Earlier directories take precedence: keep the first path seen for each name; a mask
         // (a link to /dev/null) is kept too, as nil, so that it hides the same name further down.
@@ -114,20 +114,21 @@ struct ConfigLoader {
             problems.append(crossError(["PSIWarningStallSec", "PSICriticalStallSec", "PSIWindowSec"],
                                        "PSIWarningStallSec= and PSICriticalStallSec= must not exceed PSIWindowSec="))
         }
+        settings.apps = loadApps(problems: &problems, warnings: &warnings)
         if var first = problems.first {
             first.others = Array(problems.dropFirst())
             throw first
         }
-        return Result(settings: settings, files: list, warnings: warnings)
+        return Result(settings: settings, files: list + appFiles().flatMap(\.files), warnings: warnings)
     }
 
-    private func fileExists(_ path: String) -> Bool {
+    func fileExists(_ path: String) -> Bool {
         var st = stat()
         return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
     }
 
     /// A link to /dev/null (or /dev/null itself): systemd's way of masking a file.
-    private func isMask(_ path: String) -> Bool {
+    func isMask(_ path: String) -> Bool {
         var st = stat()
         var null = stat()
         return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFCHR
@@ -135,7 +136,7 @@ struct ConfigLoader {
     }
 
     /// The `*.conf` names in `dir`, each with whether it is a mask.
-    private func listConfFiles(_ dir: String) -> [(name: String, masked: Bool)] {
+    func listConfFiles(_ dir: String) -> [(name: String, masked: Bool)] {
         guard let d = opendir(dir) else { return [] }
         defer { closedir(d) }
         var names: [(String, Bool)] = []
@@ -154,7 +155,7 @@ struct ConfigLoader {
         return names
     }
 
-    private func readFile(_ path: String) -> Swift.Result<String, ReadFailure> {
+    func readFile(_ path: String) -> Swift.Result<String, ReadFailure> {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return .failure(ReadFailure(String(cString: strerror(errno)))) }
         defer { close(fd) }

@@ -60,7 +60,8 @@ final class Daemon {
                                     policy: ReclaimPolicy(configuration: settings.reclaimConfiguration))
         server = try VarlinkServer(loop: loop, listenFD: listenFD, path: socketPath, limits: settings.limits)
         service = try ManagerVarlink(manager: manager, server: server, version: Self.version,
-                                     startedAt: Clock.monotonic.now(), testHooks: TestingInterface.enabled)
+                                     startedAt: Clock.monotonic.now(), policy: settings.accessPolicy,
+                                     testHooks: TestingInterface.enabled)
     }
 
     func start() throws {
@@ -301,6 +302,7 @@ final class Daemon {
         logger.level = new.logLevel
         status.interval = UInt64(max(new.statusInterval, 0))
         server.limits = new.limits
+        service.policy = new.accessPolicy
         monitor.reconfigure(budget: new.memoryBudget, watermarks: new.watermarks,
                             hold: TimeSpan(microseconds: new.pressureHold),
                             simulated: new.pressureSources.contains(.simulated))

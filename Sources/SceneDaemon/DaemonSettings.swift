@@ -1,3 +1,4 @@
+import Glibc
 import SceneCore
 import SceneStore
 
@@ -10,6 +11,10 @@ struct DaemonSettings: Equatable, Sendable {
     var statusInterval: Int64 = 1_000_000
     // [Limits]
     var limits = ConnectionLimits()
+    // [Access]
+    var administratorGroup = "scenectl"
+    // apps.d/*.conf
+    var apps: [AppID: AppSettings] = [:]
     // [Lifecycle]
     var suspendDelay: Int64 = 5_000_000
     var backgroundTaskBudget: Int64 = 30_000_000
@@ -49,6 +54,13 @@ struct DaemonSettings: Equatable, Sendable {
     var psiSettings: PSISource.Settings {
         PSISource.Settings(path: psiPath, warningStallUSec: UInt64(psiWarningStall),
                            criticalStallUSec: UInt64(psiCriticalStall), windowUSec: UInt64(psiWindow))
+    }
+
+    /// Names resolved to ids now: the default group may not exist (no group administrators).
+    var accessPolicy: AccessPolicy {
+        AccessPolicy(administratorUIDs: [0, geteuid()],
+                     administratorGroup: administratorGroup.isEmpty ? nil : UserDatabase.gid(administratorGroup),
+                     owners: apps.compactMapValues { $0.uid == nil && $0.gid == nil ? nil : $0.owner })
     }
 
     var engineConfiguration: EngineConfiguration {
@@ -163,6 +175,14 @@ struct SettingKey: Sendable {
             return nil
         }, show: { "\($0.maxSessions)" }),
         timeKey("Reclaim", "ArchivedMaxAgeSec", \.archivedMaxAge, minimum: 0),
+        SettingKey(section: "Access", key: "AdministratorGroup", apply: { s, v in
+            // Empty: no group of administrators (root and the daemon's own user remain). A
+            // group that does not exist (yet) gives nobody rights: the default, scenectl, exists
+            // only where the package created it.
+            guard !v.contains(" "), !v.contains(":") else { return "AdministratorGroup= must be a group name or number" }
+            s.administratorGroup = v
+            return nil
+        }, show: { $0.administratorGroup }),
         countKey("MaxConnections", \.limits.maxConnections, 1...1_000_000),
         countKey("MaxConnectionsPerUser", \.limits.maxConnectionsPerUser, 1...1_000_000),
         sizeKey("MaxMessageSize", \.limits.maxMessageSize, 4 << 10...(256 << 20)),

@@ -21,6 +21,7 @@ enum MessageID {
     static let configurationReload = "4faa28252d7f49828519797754e71ae9"
     static let storageFailure = "b5264d24c1df4b2bb6986b3cd75487c3"
     static let clientLimit = "1f8145637702418193736669c5e5400b"
+    static let permissionDenied = "e6d1b2a4c3f94f6e8a7d5c0b9e1f2a37"
 }
 
 /// One structured journal entry.

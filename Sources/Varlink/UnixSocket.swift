@@ -107,6 +107,21 @@ public enum UnixSocket {
         return credentials
     }
 
+    /// The peer's supplementary groups at connect time (SO_PEERGROUPS, Linux 4.13); empty
+    /// where the kernel does not report them.
+    public static func peerGroups(_ fd: Int32) -> [UInt32] {
+        // SO_PEERGROUPS is not in Glibc's Swift module: its value is 59 on every Linux arch.
+        let option: Int32 = 59
+        var groups = [UInt32](repeating: 0, count: 64)
+        while true {
+            var length = socklen_t(groups.count * 4)
+            let r = groups.withUnsafeMutableBytes { getsockopt(fd, SOL_SOCKET, option, $0.baseAddress, &length) }
+            if r == 0 { return Array(groups.prefix(Int(length) / 4)) }
+            guard Glibc.errno == ERANGE, Int(length) / 4 > groups.count, groups.count < 65536 else { return [] }
+            groups = [UInt32](repeating: 0, count: Int(length) / 4)
+        }
+    }
+
     public static func readNonBlocking(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> SocketIOResult {
         guard let base = buffer.baseAddress, !buffer.isEmpty else { return .bytes(0) }
         while true {

@@ -296,6 +296,7 @@ struct JournalEntriesTests {
             MessageID.appSuspendedResumed, MessageID.appTerminated, MessageID.memoryWarning, MessageID.taskExpiring,
             MessageID.reclaimAction, MessageID.pressureChanged, MessageID.pressureUnrelievable, MessageID.daemonReady,
             MessageID.daemonStopped, MessageID.configurationReload, MessageID.storageFailure, MessageID.clientLimit,
+            MessageID.permissionDenied,
         ]
         #expect(declared.map(\.value) == listed, "update the list here when MessageID gains a value")
         for (name, id) in declared {

@@ -136,8 +136,12 @@ struct PeerCredentials: Equatable, Sendable, CustomStringConvertible {
     var pid: Int32
     var uid: UInt32
     var gid: UInt32
+    /// Supplementary groups (SO_PEERGROUPS).
+    var groups: [UInt32] = []
 
     static let unknown = PeerCredentials(pid: 0, uid: UInt32.max, gid: UInt32.max)
+
+    var identity: CallerIdentity { CallerIdentity(uid: uid, gid: gid, pid: pid, groups: groups) }
 
     var description: String { "pid \(pid), uid \(uid)" }
 }

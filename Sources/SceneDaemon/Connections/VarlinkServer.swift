@@ -120,7 +120,8 @@ final class VarlinkServer {
     }
 
     private func admit(_ fd: Int32) {
-        let peer = UnixSocket.peerCredentials(fd).map { PeerCredentials(pid: $0.pid, uid: $0.uid, gid: $0.gid) } ?? .unknown
+        var peer = UnixSocket.peerCredentials(fd).map { PeerCredentials(pid: $0.pid, uid: $0.uid, gid: $0.gid) } ?? .unknown
+        peer.groups = UnixSocket.peerGroups(fd)
         var refusal: String?
         if connections.count - refusing >= limits.maxConnections {
             refusal = "MaxConnections"

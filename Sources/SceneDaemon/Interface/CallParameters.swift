@@ -35,6 +35,17 @@ struct CallParameters {
         return try app(name)
     }
 
+    /// A list of app ids; nil when absent.
+    func appList(_ name: String) throws(VarlinkError) -> [AppID]? {
+        guard case .array(let list)? = object[name] else { return nil }
+        var ids: [AppID] = []
+        for item in list {
+            guard let text = item.stringValue, let id = AppID(text) else { throw .invalidParameter(name) }
+            ids.append(id)
+        }
+        return ids
+    }
+
     func task(_ name: String = "token") throws(VarlinkError) -> TaskToken {
         guard let text = string(name), let token = TaskToken(parsing: text) else { throw .invalidParameter(name) }
         return token

@@ -29,9 +29,10 @@ extension JSONWriter {
         endObject()
     }
 
-    /// `privateData: false` leaves out userInfo and the restoration data (listings): their
-    /// sizes say what there is, GetSession gives them.
-    mutating func session(_ s: SceneSession, privateData: Bool = true) {
+    /// `privateData: false` leaves out userInfo and the restoration data (listings, callers
+    /// who may not see them): their sizes say what there is. `marksWithheld` says they were
+    /// left out because the caller may not see them.
+    mutating func session(_ s: SceneSession, privateData: Bool = true, marksWithheld: Bool = false) {
         beginObject()
         field("id", s.id)
         field("app", s.app)
@@ -47,6 +48,7 @@ extension JSONWriter {
                 restoration(r)
             }
         }
+        if marksWithheld { field("withheld", true) }
         field("userInfoSize", UInt64(s.userInfo.json.utf8.count))
         field("restorationSize", UInt64(s.restoration?.byteCount ?? 0))
         field("footprint", s.footprint)
@@ -100,7 +102,9 @@ extension JSONWriter {
         endObject()
     }
 
-    mutating func event(_ e: LifecycleEvent) {
+    /// `withholdRestoration`: for a caller who may not see the app's private data, the
+    /// restoration data of willConnectTo is left out and the event marked withheld.
+    mutating func event(_ e: LifecycleEvent, withholdRestoration: Bool = false) {
         beginObject()
         field("seq", e.seq)
         field("time", e.time)
@@ -118,8 +122,12 @@ extension JSONWriter {
             break
         case .connect(let restoration, let reconnect):
             if let restoration {
-                key(static: "restoration")
-                self.restoration(restoration)
+                if withholdRestoration {
+                    field("withheld", true)
+                } else {
+                    key(static: "restoration")
+                    self.restoration(restoration)
+                }
             }
             field("reconnect", reconnect)
         case .discarded(let ids):

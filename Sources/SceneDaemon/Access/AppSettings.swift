@@ -1,0 +1,44 @@
+import SceneCore
+
+/// One app's settings: `apps.d/APP.conf` beside the main configuration, with drop-ins in
+/// `apps.d/APP.conf.d/`, found, masked and reloaded like the main file.
+struct AppSettings: Equatable, Sendable {
+    /// The app's owner: this user — what the app's process runs as — may act as the app.
+    var user: String?
+    /// Members of this group may act as the app too.
+    var group: String?
+    /// Resolved at load.
+    var uid: UInt32?
+    var gid: UInt32?
+
+    var owner: AccessPolicy.AppOwner { AccessPolicy.AppOwner(uid: uid, gid: gid) }
+}
+
+/// One key of an app's file, like `SettingKey` for the main file.
+struct AppSettingKey: Sendable {
+    let section: String
+    let key: String
+    let apply: @Sendable (inout AppSettings, String) -> String?
+    let show: @Sendable (AppSettings) -> String
+
+    static let all: [AppSettingKey] = [
+        AppSettingKey(section: "App", key: "User", apply: { s, v in
+            guard !v.isEmpty else { s.user = nil; s.uid = nil; return nil }
+            guard let uid = UserDatabase.uid(v) else { return "User=\(v): no such user" }
+            s.user = v
+            s.uid = uid
+            return nil
+        }, show: { $0.user ?? "" }),
+        AppSettingKey(section: "App", key: "Group", apply: { s, v in
+            guard !v.isEmpty else { s.group = nil; s.gid = nil; return nil }
+            guard let gid = UserDatabase.gid(v) else { return "Group=\(v): no such group" }
+            s.group = v
+            s.gid = gid
+            return nil
+        }, show: { $0.group ?? "" }),
+    ]
+
+    static func find(section: String, key: String) -> AppSettingKey? {
+        all.first { $0.section == section && $0.key == key }
+    }
+}

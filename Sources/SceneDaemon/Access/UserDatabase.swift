@@ -1,0 +1,38 @@
+import Glibc
+
+/// Users and groups by name, through NSS (getpwnam_r, getgrnam_r), for the configuration:
+/// names are resolved once, at load and reload.
+enum UserDatabase {
+    /// A user name or a decimal uid.
+    static func uid(_ text: String) -> UInt32? {
+        if let n = UInt32(text), n != UInt32.max { return n }
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 16384) { buffer -> UInt32? in
+            var entry = passwd()
+            var result: UnsafeMutablePointer<passwd>?
+            guard getpwnam_r(text, &entry, buffer.baseAddress!, buffer.count, &result) == 0, result != nil else { return nil }
+            return entry.pw_uid
+        }
+    }
+
+    /// A group name or a decimal gid.
+    static func gid(_ text: String) -> UInt32? {
+        if let n = UInt32(text), n != UInt32.max { return n }
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 16384) { buffer -> UInt32? in
+            var entry = group()
+            var result: UnsafeMutablePointer<group>?
+            guard getgrnam_r(text, &entry, buffer.baseAddress!, buffer.count, &result) == 0, result != nil else { return nil }
+            return entry.gr_gid
+        }
+    }
+
+    /// The name of a uid, for messages; the number when it has none.
+    static func userName(_ uid: UInt32) -> String {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 16384) { buffer -> String in
+            var entry = passwd()
+            var result: UnsafeMutablePointer<passwd>?
+            guard getpwuid_r(uid, &entry, buffer.baseAddress!, buffer.count, &result) == 0, result != nil,
+                  let name = entry.pw_name else { return String(uid) }
+            return String(cString: name)
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import SceneCore
+import Varlink
+
+/// The handlers of the read-only methods, open to anyone: private data (userInfo, restoration
+/// data) only for the app's owner and administrators.
+extension ManagerVarlink {
+    func getSession(_ c: MethodCall) throws(VarlinkError) {
+        let id = try c.p.session()
+        guard let s = manager.engine.sessions[id] else { throw Self.error(for: lookupFailure(id)) }
+        let visible = policy.maySeePrivateData(c.caller, app: s.app)
+        reply(c) { w in
+            if let s = self.manager.engine.sessions[id] {
+                w.key("session")
+                w.session(s, privateData: visible, marksWithheld: !visible)
+            }
+        }
+    }
+
+    func listApps(_ c: MethodCall) throws(VarlinkError) {
+        let engine = manager.engine
+        reply(c) { w in
+            w.key("apps")
+            w.beginArray()
+            for id in engine.apps.keys.sorted() { w.app(engine.apps[id]!, engine: engine) }
+            w.endArray()
+        }
+    }
+
+    func getApp(_ c: MethodCall) throws(VarlinkError) {
+        let app = try c.p.app()
+        guard manager.engine.apps[app] != nil else { throw Self.error(for: .noSuchApp(app)) }
+        replyApp(app, c)
+    }
+
+    func getStatus(_ c: MethodCall) throws(VarlinkError) {
+        reply(c) { w in self.writeStatus(&w) }
+    }
+
+    func getPressure(_ c: MethodCall) throws(VarlinkError) {
+        reply(c) { w in self.writePressure(&w) }
+    }
+
+    func listSessions(_ c: MethodCall) throws(VarlinkError) {
+        let app = try c.p.optionalApp("app")
+        let condition = try c.p.enumValue("condition", SessionCondition.init(name:))
+        let state = try c.p.enumValue("state", SceneActivationState.init(name:))
+        let engine = manager.engine
+        var ids: [SessionID]
+        if let app {
+            ids = Array(engine.apps[app]?.sessions ?? [])
+        } else {
+            ids = Array(engine.sessions.keys)
+        }
+        ids.removeAll { id in
+            let s = engine.sessions[id]!
+            return (condition != nil && s.condition != condition) || (state != nil && s.sceneState != state)
+        }
+        ids.sort()
+        if c.call.more {
+            c.conn.stream = .listing(SessionListing(ids: ids, next: 0, condition: condition, state: state))
+            return
+        }
+        guard ids.count <= Self.maxUnstreamedSessions else { throw .expectedMore() }
+        reply(c) { w in
+            w.key("sessions")
+            w.beginArray()
+            for id in ids { w.session(engine.sessions[id]!, privateData: false) }
+            w.endArray()
+        }
+    }
+
+    func monitor(_ c: MethodCall) throws(VarlinkError) {
+        guard c.call.more else { throw .expectedMore() }
+        let app = try c.p.optionalApp("app")
+        let session = try c.p.optionalSession("session")
+        if let session, session.rawValue >= manager.engine.nextSessionNumber {
+            // Never allocated, so a typo: ids are not handed out in advance to wait for.
+            throw Self.error(for: .noSuchSession(session))
+        }
+        let next = manager.committedNextSequence
+        var stream = MonitorStream(app: app, session: session, backlogNext: nil, liveFrom: next)
+        if c.p.has("since") {
+            guard let since = try c.p.count("since") else { throw .invalidParameter("since") }
+            if since < next {
+                if case .failure(let unavailable) = manager.committedEvents(from: since, limit: 1) {
+                    throw Self.error(unavailable)
+                }
+                stream.backlogNext = since
+            } else {
+                stream.liveFrom = since
+            }
+        }
+        // The first reply carries no event: it tells the client the subscription is in place.
+        reply(c, continues: true) { _ in }
+        c.conn.stream = .monitor(stream)
+    }
+}

@@ -1,0 +1,95 @@
+import SceneCore
+import Varlink
+
+/// Who may make a call.
+enum MethodAccess: Sendable {
+    /// Anyone: the call only reads, and private data goes only to those who may see it.
+    case anyone
+    /// Whoever may act as every app the call concerns (their owners, administrators). The
+    /// function names those apps; nil means the call concerns every app (administrators only);
+    /// an empty list means it concerns nothing that exists, and the handler will say so.
+    case app(@Sendable (MethodCall, LifecycleEngine) throws(VarlinkError) -> [AppID]?)
+    case administrator
+}
+
+struct ManagerMethod: Sendable {
+    let name: String
+    let access: MethodAccess
+    /// What the call does when `app` resolves to nil, for the refusal's message.
+    var adminOnlyCase: String?
+    let handler: @Sendable (ManagerVarlink) -> (MethodCall) throws(VarlinkError) -> Void
+}
+
+/// The method table: each method of io.scened.Manager, who may call it, and its handler.
+enum ManagerMethods {
+    static let table: [String: ManagerMethod] = {
+        var t: [String: ManagerMethod] = [:]
+        for m in all { t[ManagerInterface.name + "." + m.name] = m }
+        return t
+    }()
+
+    static let all: [ManagerMethod] = [
+        // The life cycle: for the app's owner and administrators.
+        ManagerMethod(name: "Launch", access: .app(appParameter), handler: ManagerVarlink.launch),
+        ManagerMethod(name: "Terminate", access: .app(appParameter), handler: ManagerVarlink.terminate),
+        ManagerMethod(name: "Connect", access: .app(connectApp), adminOnlyCase: "of a protected session", handler: ManagerVarlink.connect),
+        ManagerMethod(name: "Activate", access: .app(sessionApp), handler: ManagerVarlink.activate),
+        ManagerMethod(name: "Deactivate", access: .app(sessionApp), handler: ManagerVarlink.deactivate),
+        ManagerMethod(name: "Background", access: .app(sessionApp), handler: ManagerVarlink.background),
+        ManagerMethod(name: "Disconnect", access: .app(sessionApp), handler: ManagerVarlink.disconnect),
+        ManagerMethod(name: "Discard", access: .app(sessionApp), handler: ManagerVarlink.discard),
+        ManagerMethod(name: "SaveState", access: .app(sessionApp), handler: ManagerVarlink.saveState),
+        ManagerMethod(name: "SaveUserInfo", access: .app(sessionApp), handler: ManagerVarlink.saveUserInfo),
+        ManagerMethod(name: "SetFootprint", access: .app(sessionApp), handler: ManagerVarlink.setFootprint),
+        ManagerMethod(name: "SetAppFootprint", access: .app(appParameter), handler: ManagerVarlink.setAppFootprint),
+        ManagerMethod(name: "BeginBackgroundTask", access: .app(taskApp), handler: ManagerVarlink.beginBackgroundTask),
+        ManagerMethod(name: "EndBackgroundTask", access: .app(tokenApp), handler: ManagerVarlink.endBackgroundTask),
+        ManagerMethod(name: "MemoryWarning", access: .app(warnedApps), adminOnlyCase: "to every app", handler: ManagerVarlink.memoryWarning),
+        // Protection is reclaim policy, not the app's to claim for itself.
+        ManagerMethod(name: "SetProtected", access: .administrator, handler: ManagerVarlink.setProtected),
+        // Reads: anyone (private data only to the owner and administrators).
+        ManagerMethod(name: "ListSessions", access: .anyone, handler: ManagerVarlink.listSessions),
+        ManagerMethod(name: "GetSession", access: .anyone, handler: ManagerVarlink.getSession),
+        ManagerMethod(name: "ListApps", access: .anyone, handler: ManagerVarlink.listApps),
+        ManagerMethod(name: "GetApp", access: .anyone, handler: ManagerVarlink.getApp),
+        ManagerMethod(name: "GetStatus", access: .anyone, handler: ManagerVarlink.getStatus),
+        ManagerMethod(name: "GetPressure", access: .anyone, handler: ManagerVarlink.getPressure),
+        ManagerMethod(name: "Monitor", access: .anyone, handler: ManagerVarlink.monitor),
+        // The daemon as a whole: administrators.
+        ManagerMethod(name: "SetPressure", access: .administrator, handler: ManagerVarlink.setPressure),
+        ManagerMethod(name: "ClearPressure", access: .administrator, handler: ManagerVarlink.clearPressure),
+        ManagerMethod(name: "Reload", access: .administrator, handler: ManagerVarlink.reload),
+    ]
+
+    // MARK: - The app a call concerns
+
+    @Sendable static func appParameter(_ c: MethodCall, _: LifecycleEngine) throws(VarlinkError) -> [AppID]? {
+        [try c.p.app()]
+    }
+
+    /// A session's app; a session that does not exist concerns nothing (NoSuchSession follows).
+    @Sendable static func sessionApp(_ c: MethodCall, _ engine: LifecycleEngine) throws(VarlinkError) -> [AppID]? {
+        engine.sessions[try c.p.session()].map { [$0.app] } ?? []
+    }
+
+    /// Connect: the app's; a protected session is the administrators' to create.
+    @Sendable static func connectApp(_ c: MethodCall, _: LifecycleEngine) throws(VarlinkError) -> [AppID]? {
+        c.p.bool("protected") == true ? nil : [try c.p.app()]
+    }
+
+    @Sendable static func taskApp(_ c: MethodCall, _ engine: LifecycleEngine) throws(VarlinkError) -> [AppID]? {
+        var apps: [AppID] = []
+        if let app = try c.p.optionalApp("app") { apps.append(app) }
+        if let id = try c.p.optionalSession("session"), let s = engine.sessions[id] { apps.append(s.app) }
+        return apps
+    }
+
+    @Sendable static func tokenApp(_ c: MethodCall, _ engine: LifecycleEngine) throws(VarlinkError) -> [AppID]? {
+        engine.tasks[try c.p.task()].map { [$0.app] } ?? []
+    }
+
+    /// The apps listed; without a list, every running app: administrators only.
+    @Sendable static func warnedApps(_ c: MethodCall, _: LifecycleEngine) throws(VarlinkError) -> [AppID]? {
+        try c.p.appList("apps")
+    }
+}

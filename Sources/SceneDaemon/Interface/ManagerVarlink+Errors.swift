@@ -1,0 +1,60 @@
+import SceneCore
+import Varlink
+
+/// The typed errors of the interface, and the refusals of the access policy.
+extension ManagerVarlink {
+
+
+    /// The interface's typed error for a refused command: its name, its identifying
+    /// parameters, and always a `message` for people.
+    static func error(for error: LifecycleError) -> VarlinkError {
+        let (name, fields): (String, [(String, JSONValue)])
+        switch error {
+        case .noSuchApp(let app):
+            (name, fields) = ("NoSuchApp", [("app", .string(app.rawValue))])
+        case .noSuchSession(let id):
+            (name, fields) = ("NoSuchSession", [("session", .string(id.description))])
+        case .sessionDiscarded(let id):
+            (name, fields) = ("SessionDiscarded", [("session", .string(id.description))])
+        case .noSuchTask(let token):
+            (name, fields) = ("NoSuchTask", [("token", .string(token.description))])
+        case .invalidTransition(let t):
+            var f: [(String, JSONValue)] = [("command", .string(t.command)), ("app", .string(t.app.rawValue))]
+            if let s = t.session { f.append(("session", .string(s.description))) }
+            f += [("state", .string(t.state)), ("reason", .string(t.reason))]
+            (name, fields) = ("InvalidTransition", f)
+        case .invalidArgument(let parameter, let reason):
+            (name, fields) = ("InvalidArgument", [("parameter", .string(parameter)), ("reason", .string(reason))])
+        }
+        var parameters = JSONObject(fields)
+        parameters["message"] = .string(error.description)
+        return VarlinkError(name: ManagerInterface.name + "." + name, parameters: parameters)
+    }
+
+    static func error(_ unavailable: EventsUnavailable) -> VarlinkError {
+        var p = JSONObject()
+        p["since"] = .int(Int64(unavailable.requested))
+        p["oldest"] = .int(Int64(unavailable.oldest))
+        p["message"] = .string("events before \(unavailable.oldest) are no longer kept")
+        return VarlinkError(name: ManagerInterface.name + ".EventsUnavailable", parameters: p)
+    }
+
+    /// org.varlink.service.PermissionDenied, naming what was refused, and a journal entry
+    /// (rate-limited: a caller must not be able to flood the journal by being refused).
+    func refusal(_ caller: CallerIdentity, _ method: String, _ what: String, app: AppID? = nil) -> VarlinkError {
+        let message = "permission denied: \(what); you are \(UserDatabase.userName(caller.uid)) (uid \(caller.uid))"
+        let verdict = refusalLog.allow(now: server.now())
+        if verdict.allowed, let daemon {
+            let suppressed = verdict.suppressed > 0 ? " (\(verdict.suppressed) similar refusals not logged)" : ""
+            var fields: [(String, String)] = [
+                ("SCENED_METHOD", method), ("SCENED_CLIENT_UID", String(caller.uid)),
+                ("SCENED_CLIENT_GID", String(caller.gid)), ("SCENED_CLIENT_PID", String(caller.pid)),
+            ]
+            if let app { fields.append(("SCENED_APP", app.rawValue)) }
+            daemon.logger.daemon(.notice, MessageID.permissionDenied,
+                                 "Refused \(method) to uid \(caller.uid) (gid \(caller.gid), pid \(caller.pid)): \(what).\(suppressed)",
+                                 fields)
+        }
+        return VarlinkError(name: "org.varlink.service.PermissionDenied", parameters: ["message": .string(message)])
+    }
+}

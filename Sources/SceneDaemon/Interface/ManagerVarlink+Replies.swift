@@ -1,0 +1,94 @@
+import SceneCore
+import Varlink
+
+/// Running commands on the Manager and holding their replies until their batch commits.
+extension ManagerVarlink {
+    func run(_ command: Command) throws(VarlinkError) -> (CommandResult, Range<Int>) {
+        do {
+            return try manager.execute(command)
+        } catch {
+            throw Self.error(for: error)
+        }
+    }
+
+    func lookupFailure(_ id: SessionID) -> LifecycleError {
+        manager.engine.wasDiscarded(id) ? .sessionDiscarded(id) : .noSuchSession(id)
+    }
+
+    func runReplyingEvents(_ command: Command, _ c: MethodCall) throws(VarlinkError) {
+        let (_, events) = try run(command)
+        reply(c) { w in w.events(self.manager.pending.events[events]) }
+    }
+
+    // MARK: - Limits
+
+    var limits: ConnectionLimits { server.limits }
+
+    func checkedUserInfo(_ text: String) throws(VarlinkError) -> String {
+        let size = text.utf8.count
+        guard size <= limits.maxUserInfoSize else {
+            throw limits.error("MaxUserInfoSize", "userInfo is \(size) bytes, the most a session may keep is \(limits.maxUserInfoSize) (MaxUserInfoSize)")
+        }
+        return text
+    }
+
+    func checkedRestoration(_ data: RestorationData?) throws(VarlinkError) -> RestorationData? {
+        guard let data, data.byteCount > limits.maxRestorationSize else { return data }
+        throw limits.error("MaxRestorationSize", "the state-restoration data is \(data.byteCount) bytes, the most a session may keep is \(limits.maxRestorationSize) (MaxRestorationSize)")
+    }
+
+    func checkSessionQuota(_ app: AppID) throws(VarlinkError) {
+        guard let record = manager.engine.apps[app], record.sessions.count >= limits.maxSessionsPerApp else { return }
+        throw limits.error("MaxSessionsPerApp", "\(app) has \(record.sessions.count) sessions, the most one app may have (MaxSessionsPerApp=\(limits.maxSessionsPerApp)); discard some first")
+    }
+
+    // MARK: - Replies
+
+    func reply(_ c: MethodCall, continues: Bool = false, _ body: (inout JSONWriter) -> Void) {
+        guard !c.call.oneway else { return }
+        c.conn.hold(batch: manager.gathering) { w in
+            w.beginObject()
+            w.key("parameters")
+            w.beginObject()
+            body(&w)
+            w.endObject()
+            if continues { w.key("continues"); w.bool(true) }
+            w.endObject()
+        }
+    }
+
+    func replyObject(_ call: VarlinkCall, _ conn: ClientConnection, _ parameters: JSONObject) {
+        guard !call.oneway else { return }
+        conn.hold(batch: manager.gathering) { w in
+            w.beginObject()
+            w.key("parameters")
+            w.value(.object(parameters))
+            w.endObject()
+        }
+    }
+
+    func fail(_ call: VarlinkCall, _ conn: ClientConnection, _ error: VarlinkError) {
+        guard !call.oneway else { return }
+        conn.holdError(batch: manager.gathering, error)
+    }
+
+    func replySession(_ id: SessionID, _ c: MethodCall) {
+        reply(c) { w in
+            if let s = self.manager.engine.sessions[id] { w.key("session"); w.session(s) }
+        }
+    }
+
+    func replySessionAndEvents(_ id: SessionID, _ events: Range<Int>, _ c: MethodCall) {
+        reply(c) { w in
+            if let s = self.manager.engine.sessions[id] { w.key("session"); w.session(s) }
+            w.events(self.manager.pending.events[events])
+        }
+    }
+
+    func replyApp(_ app: AppID, _ c: MethodCall) {
+        reply(c) { w in
+            let engine = self.manager.engine
+            if let a = engine.apps[app] { w.key("app"); w.app(a, engine: engine) }
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import Glibc
+import SceneCore
+import SystemdKit
+import Varlink
+
+/// GetStatus and GetPressure, written straight into the reply.
+extension ManagerVarlink {
+    func writeStatus(_ w: inout JSONWriter) {
+        let engine = manager.engine
+        var running = 0, suspended = 0, tasks = 0
+        for app in engine.apps.values {
+            if app.process == .running { running += 1 }
+            if app.process == .suspended { suspended += 1 }
+            tasks += app.tasks.count
+        }
+        let live = engine.liveSessionCount
+        w.key("status")
+        w.beginObject()
+        w.field("version", version)
+        w.field("pid", Int64(getpid()))
+        w.field("uptime", Clock.monotonic.now() - startedAt)
+        w.field("socket", server.path)
+        w.field("apps", UInt64(engine.apps.count))
+        w.field("runningApps", UInt64(running))
+        w.field("suspendedApps", UInt64(suspended))
+        w.key("sessions")
+        w.beginObject()
+        w.field("live", UInt64(live))
+        w.field("archived", UInt64(engine.sessions.count - live))
+        w.field("total", UInt64(engine.sessions.count))
+        w.endObject()
+        w.field("foregroundActiveScenes", UInt64(engine.foregroundActiveSceneCount))
+        w.field("backgroundTasks", UInt64(tasks))
+        w.field("nextSeq", engine.nextSequence)
+        w.field("connections", UInt64(server.connectionCount))
+        if let daemon {
+            w.field("pressure", daemon.reclaim.level.name)
+            w.field("usage", daemon.monitor.usage)
+            w.field("budget", daemon.monitor.budget)
+            if let last = daemon.reclaim.policy.lastEpisode { w.key("lastEpisode"); writeEpisode(&w, last) }
+            w.key("configFiles")
+            w.beginArray()
+            for f in daemon.configFiles { w.string(f) }
+            w.endArray()
+        }
+        w.endObject()
+    }
+
+    func writePressure(_ w: inout JSONWriter) {
+        guard let daemon else { return }
+        let monitor = daemon.monitor
+        let policy = daemon.reclaim.policy
+        w.key("pressure")
+        w.beginObject()
+        w.field("level", monitor.level.name)
+        w.key("sources")
+        w.beginArray()
+        for source in monitor.sources(now: self.manager.clock.now()) {
+            w.beginObject()
+            w.field("name", source.name)
+            w.field("level", source.level.name)
+            w.field("detail", source.detail)
+            w.endObject()
+        }
+        w.endArray()
+        w.field("usage", monitor.usage)
+        w.field("budget", monitor.budget)
+        let budget = Double(monitor.budget)
+        w.field("lowWatermark", UInt64(budget * monitor.gauge.watermarks.low))
+        w.field("highWatermark", UInt64(budget * monitor.gauge.watermarks.high))
+        w.field("criticalWatermark", UInt64(budget * monitor.gauge.watermarks.critical))
+        if let o = monitor.override {
+            w.field("override", o.level.name)
+            if let until = o.until { w.field("overrideUntil", until) }
+        }
+        if let e = policy.episode { w.key("episode"); writeEpisode(&w, e) }
+        if let e = policy.lastEpisode { w.key("lastEpisode"); writeEpisode(&w, e) }
+        w.endObject()
+    }
+
+    func writeEpisode(_ w: inout JSONWriter, _ e: ReclaimEpisode) {
+        w.beginObject()
+        w.field("number", UInt64(e.number))
+        w.field("startedAt", e.startedAt)
+        if let t = e.endedAt { w.field("endedAt", t) }
+        w.field("peakLevel", e.peakLevel.name)
+        w.field("usageAtStart", e.usageAtStart)
+        if let t = e.relievedAt { w.field("relievedAt", t) }
+        w.field("unrelievable", e.unrelievable)
+        w.field("disconnects", UInt64(e.disconnects))
+        w.field("terminations", UInt64(e.terminations))
+        w.field("suspensions", UInt64(e.suspensions))
+        w.field("bytesFreed", e.bytesFreed)
+        w.endObject()
+    }
+
+}

@@ -1,0 +1,90 @@
+import SceneCore
+import Varlink
+
+/// Streams: listings produced as the client reads, monitors fed with committed events.
+extension ManagerVarlink {
+    /// Tops up a stream while its client keeps reading.
+    func produce(_ conn: ClientConnection) {
+        switch conn.stream {
+        case .listing(var listing):
+            let engine = manager.engine
+            var end = listing.next
+            // Held like any reply: the engine may show changes not yet committed. Bounded in
+            // sessions and bytes, so no piece can come near a client's output limit.
+            conn.hold(batch: manager.gathering) { w in
+                let start = w.bytes.count
+                w.beginObject()
+                w.key(static: "parameters")
+                w.beginObject()
+                w.key(static: "sessions")
+                w.beginArray()
+                while end < listing.ids.count, end - listing.next < Self.sessionsPerBatch,
+                      w.bytes.count - start < Self.listingPieceBytes {
+                    let id = listing.ids[end]
+                    end += 1
+                    // Filters are re-applied: a session may have changed since the listing began.
+                    guard let s = engine.sessions[id] else { continue }
+                    if let c = listing.condition, s.condition != c { continue }
+                    if let st = listing.state, s.sceneState != st { continue }
+                    w.session(s, privateData: false)
+                }
+                w.endArray()
+                w.endObject()
+                if end < listing.ids.count { w.key(static: "continues"); w.bool(true) }
+                w.endObject()
+            }
+            listing.next = end
+            if end == listing.ids.count {
+                server.streamEnded(conn)
+            } else {
+                conn.stream = .listing(listing)
+            }
+        case .monitor(var monitor):
+            guard let from = monitor.backlogNext else { return }
+            switch manager.committedEvents(from: from, limit: Self.eventsPerBatch) {
+            case .success(let events):
+                for e in events where monitor.matches(e) { sendEvent(e, to: conn) }
+                if let last = events.last, last.seq + 1 < manager.committedNextSequence {
+                    monitor.backlogNext = last.seq + 1
+                } else {
+                    monitor.backlogNext = nil
+                    monitor.liveFrom = manager.committedNextSequence
+                }
+            case .failure:
+                monitor.backlogNext = nil
+                monitor.liveFrom = manager.committedNextSequence
+            }
+            if !conn.isClosed, conn.stream != nil { conn.stream = .monitor(monitor) }
+        case nil:
+            return
+        }
+    }
+
+    /// Live fan-out of committed events to monitors that have caught up.
+    func publish(_ events: [LifecycleEvent]) {
+        guard !events.isEmpty else { return }
+        server.forEachMonitor { conn, monitor in
+            guard monitor.backlogNext == nil else { return }
+            for e in events where e.seq >= monitor.liveFrom && monitor.matches(e) {
+                sendEvent(e, to: conn)
+                if conn.isClosed || conn.stream == nil { return }
+            }
+        }
+    }
+
+    private func sendEvent(_ e: LifecycleEvent, to conn: ClientConnection) {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("parameters")
+        w.beginObject()
+        w.key("event")
+        w.event(e, withholdRestoration: !policy.maySeePrivateData(conn.peer.identity, app: e.app))
+        w.endObject()
+        w.key("continues")
+        w.bool(true)
+        w.endObject()
+        w.bytes.append(0)
+        server.appendOutput(conn, w.bytes)
+    }
+
+}

@@ -1,0 +1,129 @@
+import Glibc
+import SceneCore
+import SystemdKit
+import Varlink
+
+/// The io.scened.Manager interface, bound like systemd's `*-varlink.c` files: one handler per
+/// method (`ManagerMethods`), each with the access it requires. Every call is checked against
+/// the caller's credentials before its handler runs; replies are held in the connection until
+/// their batch commits.
+final class ManagerVarlink {
+    let manager: Manager
+    unowned let server: VarlinkServer
+    let info: VarlinkServiceInfo
+    let interface: VarlinkInterfaceDefinition
+    let startedAt: UInt64
+    let version: String
+    let testHooks: Bool
+    weak var daemon: Daemon?
+    /// Who may do what; replaced on reload.
+    var policy: AccessPolicy
+    /// Refusals are logged, but not so often that a caller can flood the journal.
+    var refusalLog = RateLimiter()
+
+    /// ListSessions without `more` answers at most this many sessions.
+    static let maxUnstreamedSessions = 10_000
+    static let sessionsPerBatch = 500
+    /// A listing piece stops growing at this size (a piece holds at least one session).
+    static let listingPieceBytes = 256 << 10
+    static let eventsPerBatch = 256
+
+    init(manager: Manager, server: VarlinkServer, version: String, startedAt: UInt64, policy: AccessPolicy,
+         testHooks: Bool = false) throws {
+        self.manager = manager
+        self.server = server
+        self.version = version
+        self.startedAt = startedAt
+        self.policy = policy
+        self.testHooks = testHooks
+        interface = try VarlinkInterfaceDefinition.parse(ManagerInterface.text)
+        var interfaces = [VarlinkInterfaceText(name: ManagerInterface.name, text: ManagerInterface.text)]
+        if testHooks { interfaces.append(VarlinkInterfaceText(name: TestingInterface.name, text: TestingInterface.text)) }
+        info = VarlinkServiceInfo(vendor: "scened", product: "scened", version: version,
+                                  url: "https://github.com/scened/scened", interfaces: interfaces)
+    }
+
+    // MARK: - Dispatch
+
+    func handle(_ call: VarlinkCall, on conn: ClientConnection) {
+        if let answer = info.handleServiceCall(call) {
+            switch answer {
+            case .success(let parameters): replyObject(call, conn, parameters)
+            case .failure(let error): fail(call, conn, error)
+            }
+            return
+        }
+        let caller = conn.peer.identity
+        if testHooks, call.method.hasPrefix(TestingInterface.name + ".") {
+            guard policy.isAdministrator(caller) else {
+                return fail(call, conn, refusal(caller, call.method, "the test hooks are for administrators"))
+            }
+            return handleTestHook(call, conn)
+        }
+        guard let method = ManagerMethods.table[call.method] else {
+            let interfaceName = call.method.split(separator: ".").dropLast().joined(separator: ".")
+            fail(call, conn, interfaceName == ManagerInterface.name
+                 ? .methodNotFound(call.method) : .interfaceNotFound(interfaceName))
+            return
+        }
+        if let bad = interface.validateParameters(method: method.name, call.parameters) {
+            fail(call, conn, .invalidParameter(bad))
+            return
+        }
+        let context = MethodCall(call: call, p: CallParameters(object: call.parameters), conn: conn, caller: caller)
+        do {
+            try authorize(method, context)
+            try method.handler(self)(context)
+        } catch {
+            fail(call, conn, error)
+        }
+    }
+
+    /// Refuses the call unless the caller may make it; nothing has been done yet.
+    private func authorize(_ method: ManagerMethod, _ c: MethodCall) throws(VarlinkError) {
+        switch method.access {
+        case .anyone:
+            return
+        case .administrator:
+            guard policy.isAdministrator(c.caller) else {
+                throw refusal(c.caller, c.call.method, "\(method.name) is for administrators")
+            }
+        case .app(let concerned):
+            guard let apps = try concerned(c, manager.engine) else {
+                guard policy.isAdministrator(c.caller) else {
+                    throw refusal(c.caller, c.call.method, "\(method.name) \(method.adminOnlyCase ?? "of every app") is for administrators")
+                }
+                return
+            }
+            for app in apps where !policy.mayActAs(c.caller, app: app) {
+                throw refusal(c.caller, c.call.method, "\(method.name) on \(app) is for its owner and administrators", app: app)
+            }
+        }
+    }
+
+    private func handleTestHook(_ call: VarlinkCall, _ conn: ClientConnection) {
+        let seconds = call.parameters["seconds"]?.intValue ?? 0
+        switch call.method {
+        case TestingInterface.name + ".Hang":
+            // Wedge the loop so that the watchdog must act.
+            Diagnostics.warning("test hook: hanging the event loop for \(seconds) s")
+            sleep(UInt32(max(0, min(seconds, 3600))))
+        case TestingInterface.name + ".Livelock":
+            daemon?.startLivelock(seconds: Int(max(0, min(seconds, 3600))))
+        case TestingInterface.name + ".StallCommit":
+            Diagnostics.warning("test hook: stalling the commit thread for \(seconds) s")
+            manager.writer?.stallNextCommit(seconds: UInt32(max(0, min(seconds, 3600))))
+        default:
+            return fail(call, conn, .methodNotFound(call.method))
+        }
+        replyObject(call, conn, JSONObject())
+    }
+}
+
+/// One call on its way to its handler.
+struct MethodCall {
+    let call: VarlinkCall
+    let p: CallParameters
+    let conn: ClientConnection
+    let caller: CallerIdentity
+}
