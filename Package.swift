@@ -57,6 +57,8 @@ let package = Package(
         .testTarget(name: "DaemonIntegrationTests", dependencies: ["Varlink", "SceneCore", "ScenedTestSupport"]),
         .testTarget(name: "DurabilityTests", dependencies: ["Varlink", "SceneCore", "ScenedTestSupport"]),
         .testTarget(name: "SystemTests", dependencies: []),
+        // Authorization with real users (created and removed by the tests; needs root).
+        .testTarget(name: "AccessControlTests", dependencies: ["Varlink", "ScenedTestSupport"]),
         .testTarget(name: "SceneDaemonTests", dependencies: ["SceneDaemon", "SceneCore", "SystemdKit", "ScenedTestSupport"]),
     ]
 )

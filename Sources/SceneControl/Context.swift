@@ -53,7 +53,11 @@ public struct Context {
                 let text = String(cString: value)
                 return text.isEmpty ? nil : text
             },
-            connect: { path, timeout in try VarlinkClient(path: path, timeout: timeout) },
+            connect: { path, timeout in
+                let client = try VarlinkClient(path: path, timeout: timeout)
+                try TrustedServer.check(client, path: path)
+                return client
+            },
             exitOnInterrupt: true)
     }
 }

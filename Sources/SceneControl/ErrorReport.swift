@@ -11,7 +11,8 @@ enum ErrorReport {
         .reduce(into: []) { $0.insert("\(interface).\($1)") }
 
     static func control(for error: VarlinkError) -> ControlError {
-        ControlError(notFoundErrors.contains(error.name) ? .notFound : .failure, message(for: error))
+        if error.name == service + "PermissionDenied" { return ControlError(.permissionDenied, message(for: error)) }
+        return ControlError(notFoundErrors.contains(error.name) ? .notFound : .failure, message(for: error))
     }
 
     /// The daemon's own `message` when it sent one, else the error spelled out.

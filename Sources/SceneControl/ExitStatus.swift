@@ -9,6 +9,9 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     case unreachable = 3
     /// No such session, app or task (NoSuchSession, SessionDiscarded, NoSuchApp, NoSuchTask).
     case notFound = 4
+    /// The caller's credentials do not allow the request (PermissionDenied), or the socket is
+    /// served by someone scenectl does not trust.
+    case permissionDenied = 5
 
     /// The lines of the "Exit status" section of the help.
     static let documentation = """
@@ -19,6 +22,8 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
         3  the daemon cannot be reached (no socket, connection refused, timed out,
            or the daemon went away)
         4  no such session, app or task (including a discarded session)
+        5  permission denied: the request is for the app's owner or administrators,
+           or the socket is served by a process that is not scened's
       """
 }
 

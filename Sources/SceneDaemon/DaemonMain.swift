@@ -56,9 +56,10 @@ public enum DaemonMain {
 
         // Store.
         let stateDirectory = options.stateDirectory ?? DaemonPaths.defaultStateDirectory()
-        let dirError = DaemonPaths.makeDirectories(stateDirectory, mode: 0o700)
-        if dirError != 0 {
-            return fail("cannot create state directory \(stateDirectory): \(String(cString: strerror(dirError)))", errno: dirError)
+        do {
+            try SafeDirectory.prepare(stateDirectory, mode: 0o700)
+        } catch {
+            return fail("state directory: \(error)", errno: EPERM)
         }
         let store: SceneStore
         let engine: LifecycleEngine
@@ -96,7 +97,16 @@ public enum DaemonMain {
         } else {
             socketPath = settings.socketPath ?? DaemonPaths.defaultSocket()
             do {
-                listenFD = try UnixSocket.listen(path: socketPath, mode: 0o660)
+                // The directory must be one nobody else can change: else another user could move
+                // the socket aside and plant an impostor.
+                let directory = socketPath.lastIndex(of: "/").map { String(socketPath[..<$0]) } ?? "."
+                try SafeDirectory.prepare(directory.isEmpty ? "/" : directory, mode: 0o755)
+            } catch {
+                return fail("socket directory: \(error)", errno: EPERM)
+            }
+            do {
+                // Open to every local user: each call is authorized by the caller's credentials.
+                listenFD = try UnixSocket.listen(path: socketPath, mode: 0o666)
             } catch {
                 return fail("cannot listen on \(socketPath): \(error)", errno: error.errno)
             }

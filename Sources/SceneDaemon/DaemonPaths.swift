@@ -17,6 +17,8 @@ enum DaemonPaths {
         if let dir = environment("RUNTIME_DIRECTORY")?.split(separator: ":").first { return "\(dir)/\(socketName)" }
         if let dir = environment("XDG_RUNTIME_DIR") { return "\(dir)/scened/\(socketName)" }
         if getuid() == 0 { return "/run/scened/\(socketName)" }
+        // No runtime directory: a private one in /tmp, which SafeDirectory refuses if another
+        // user made it first.
         return "/tmp/scened-\(getuid())/\(socketName)"
     }
 
@@ -36,15 +38,5 @@ enum DaemonPaths {
         if let dir = environment("XDG_STATE_HOME") { return "\(dir)/scened" }
         if let home = environment("HOME") { return "\(home)/.local/state/scened" }
         return "/var/lib/scened"
-    }
-
-    /// mkdir -p with the given mode for directories it creates.
-    static func makeDirectories(_ path: String, mode: mode_t) -> Int32 {
-        var current = path.hasPrefix("/") ? "" : "."
-        for part in path.split(separator: "/") {
-            current += "/" + part
-            if mkdir(current, mode) != 0 && errno != EEXIST { return errno }
-        }
-        return 0
     }
 }

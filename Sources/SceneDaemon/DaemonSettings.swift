@@ -1,3 +1,4 @@
+import SystemdKit
 import Glibc
 import SceneCore
 import SceneStore

@@ -45,6 +45,12 @@ public final class VarlinkClient {
 
     public var isClosed: Bool { fd < 0 }
 
+    /// Who serves the socket, as the kernel recorded it when the server called listen(2) or
+    /// accepted (SO_PEERCRED); for checking the server before sending it anything.
+    public var serverCredentials: (pid: Int32, uid: UInt32, gid: UInt32)? {
+        fd < 0 ? nil : UnixSocket.peerCredentials(fd)
+    }
+
     /// Calls `method` and returns the reply parameters. Throws `VarlinkError` for an error reply
     /// and `VarlinkClientError` for transport or protocol failures.
     public func call(_ method: String, _ parameters: JSONObject = [:]) throws -> JSONObject {

@@ -26,7 +26,10 @@ import Varlink
                                                                   "message": "/etc/scened/scened.conf:3: unknown key Foo"]), 1,
          "/etc/scened/scened.conf:3: unknown key Foo"),
         (["status"], "GetStatus", VarlinkError.invalidParameter("x"), 1, "scened rejected the parameter 'x'"),
-        (["status"], "GetStatus", VarlinkError.permissionDenied(), 1, "permission denied"),
+        (["status"], "GetStatus", VarlinkError.permissionDenied(), 5, "permission denied"),
+        (["pressure", "set", "critical"], "SetPressure", VarlinkError(name: "org.varlink.service.PermissionDenied", parameters: [
+            "message": "permission denied: SetPressure is for administrators; you are alice (uid 1001)"]), 5,
+         "permission denied: SetPressure is for administrators; you are alice (uid 1001)"),
         (["status"], "GetStatus", VarlinkError(name: "io.scened.Manager.NoSuchApp", parameters: ["app": "a.b"]), 4, "no such app (app: a.b)"),
         (["status"], "GetStatus", VarlinkError(name: "io.scened.Manager.NoSuchApp", parameters: ["app": "a.b", "message": ""]), 4,
          "no such app (app: a.b, message: )"),
@@ -77,7 +80,7 @@ import Varlink
     }
 
     @Test func exitStatusNumbers() {
-        #expect(SceneControl.ExitStatus.allCases.map(\.rawValue) == [0, 1, 2, 3, 4])
+        #expect(SceneControl.ExitStatus.allCases.map(\.rawValue) == [0, 1, 2, 3, 4, 5])
         #expect(ErrorReport.words(of: "InvalidTransition") == "invalid transition")
     }
 }

@@ -1,3 +1,4 @@
+import SystemdKit
 import SceneCore
 
 /// One app's settings: `apps.d/APP.conf` beside the main configuration, with drop-ins in

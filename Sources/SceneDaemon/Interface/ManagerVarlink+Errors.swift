@@ -1,3 +1,4 @@
+import SystemdKit
 import SceneCore
 import Varlink
 

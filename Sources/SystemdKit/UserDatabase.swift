@@ -1,10 +1,10 @@
 import Glibc
 
-/// Users and groups by name, through NSS (getpwnam_r, getgrnam_r), for the configuration:
-/// names are resolved once, at load and reload.
-enum UserDatabase {
+/// Users and groups through NSS (getpwnam_r, getgrnam_r, getpwuid_r): the daemon resolves
+/// owners named in its configuration (once, at load and reload), scenectl the service user.
+public enum UserDatabase {
     /// A user name or a decimal uid.
-    static func uid(_ text: String) -> UInt32? {
+    public static func uid(_ text: String) -> UInt32? {
         if let n = UInt32(text), n != UInt32.max { return n }
         return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 16384) { buffer -> UInt32? in
             var entry = passwd()
@@ -15,7 +15,7 @@ enum UserDatabase {
     }
 
     /// A group name or a decimal gid.
-    static func gid(_ text: String) -> UInt32? {
+    public static func gid(_ text: String) -> UInt32? {
         if let n = UInt32(text), n != UInt32.max { return n }
         return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 16384) { buffer -> UInt32? in
             var entry = group()
@@ -26,7 +26,7 @@ enum UserDatabase {
     }
 
     /// The name of a uid, for messages; the number when it has none.
-    static func userName(_ uid: UInt32) -> String {
+    public static func userName(_ uid: UInt32) -> String {
         withUnsafeTemporaryAllocation(of: CChar.self, capacity: 16384) { buffer -> String in
             var entry = passwd()
             var result: UnsafeMutablePointer<passwd>?
