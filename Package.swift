@@ -59,6 +59,6 @@ let package = Package(
         .testTarget(name: "SystemTests", dependencies: []),
         // Authorization with real users (created and removed by the tests; needs root).
         .testTarget(name: "AccessControlTests", dependencies: ["Varlink", "ScenedTestSupport"]),
-        .testTarget(name: "SceneDaemonTests", dependencies: ["SceneDaemon", "SceneCore", "SystemdKit", "ScenedTestSupport"]),
+        .testTarget(name: "SceneDaemonTests", dependencies: ["SceneDaemon", "SceneCore", "SystemdKit", "SceneReplay", "ScenedTestSupport"]),
     ]
 )

@@ -22,8 +22,7 @@ final class Daemon {
     let server: VarlinkServer
     let service: ManagerVarlink
     let logger: JournalLogger
-    let monitor: PressureMonitor
-    let reclaim: ReclaimController
+    let reclaim: ReclaimRunner
     let socketPath: String
     /// Unlinked at exit when we bound it ourselves (never a socket-activated one).
     let ownsSocket: Bool
@@ -53,11 +52,10 @@ final class Daemon {
         self.socketPath = socketPath
         self.ownsSocket = ownsSocket
         logger = JournalLogger(level: settings.logLevel)
-        monitor = PressureMonitor(budget: settings.memoryBudget, watermarks: settings.watermarks,
-                                  hold: TimeSpan(microseconds: settings.pressureHold),
-                                  simulated: settings.pressureSources.contains(.simulated))
-        reclaim = ReclaimController(manager: manager, monitor: monitor, logger: logger,
-                                    policy: ReclaimPolicy(configuration: settings.reclaimConfiguration))
+        reclaim = ReclaimRunner(manager: manager, logger: logger, policy: ReclaimPolicy(configuration: settings.reclaimConfiguration),
+                                budget: settings.memoryBudget, watermarks: settings.watermarks,
+                                hold: TimeSpan(microseconds: settings.pressureHold),
+                                simulated: settings.pressureSources.contains(.simulated))
         server = try VarlinkServer(loop: loop, listenFD: listenFD, path: socketPath, limits: settings.limits)
         service = try ManagerVarlink(manager: manager, server: server, version: Self.version,
                                      startedAt: Clock.monotonic.now(), policy: settings.accessPolicy,
@@ -123,7 +121,7 @@ final class Daemon {
         }
         server.flush()
         server.closeAll()
-        monitor.psi?.stop()
+        reclaim.psi?.stop()
         if ownsSocket { unlink(socketPath) }
         logger.daemon(.info, MessageID.daemonStopped,
                       "scened stopped with \(Format.count(manager.engine.sessions.count, "session")) of \(Format.count(manager.engine.apps.count, "app")).",
@@ -229,16 +227,16 @@ final class Daemon {
     private func applyPSI() {
         let wanted = settings.pressureSources.contains(.psi)
         if wanted {
-            if let psi = monitor.psi, psi.settings == settings.psiSettings { return }
-            monitor.psi?.stop()
+            if let psi = reclaim.psi, psi.settings == settings.psiSettings { return }
+            reclaim.psi?.stop()
             let psi = PSISource(loop: loop, settings: settings.psiSettings)
             let me = Unmanaged.passUnretained(self)
             psi.onChange = { me.takeUnretainedValue().requestPass() }
-            monitor.psi = psi
+            reclaim.psi = psi
             psi.start()
-        } else if let psi = monitor.psi {
+        } else if let psi = reclaim.psi {
             psi.stop()
-            monitor.psi = nil
+            reclaim.psi = nil
         }
     }
 
@@ -246,9 +244,9 @@ final class Daemon {
     func setPressureOverride(_ level: PressureLevel?, duration: Int64?) {
         if let level, level > .normal {
             let until = duration.map { manager.clock.now() + TimeSpan(microseconds: $0) }
-            monitor.override = PressureMonitor.Override(level: level, until: until)
+            reclaim.setOverride(PressureOverride(level: level, until: until))
         } else {
-            monitor.override = nil
+            reclaim.setOverride(nil)
         }
         requestPass()
         // Evaluate now so that the reply already shows the new level.
@@ -303,10 +301,9 @@ final class Daemon {
         status.interval = UInt64(max(new.statusInterval, 0))
         server.limits = new.limits
         service.policy = new.accessPolicy
-        monitor.reconfigure(budget: new.memoryBudget, watermarks: new.watermarks,
+        reclaim.reconfigure(new.reclaimConfiguration, budget: new.memoryBudget, watermarks: new.watermarks,
                             hold: TimeSpan(microseconds: new.pressureHold),
                             simulated: new.pressureSources.contains(.simulated))
-        reclaim.policy.configuration = new.reclaimConfiguration
         applyPSI()
         requestPass()
     }
@@ -338,7 +335,7 @@ final class Daemon {
         let live = engine.liveSessionCount
         var running = 0
         for app in engine.apps.values where app.process == .running { running += 1 }
-        var line = "\(engine.sessions.count) sessions (\(live) live, \(engine.sessions.count - live) archived) of \(engine.apps.count) apps (\(running) running); pressure \(reclaim.level.name), \(Format.bytes(monitor.usage)) of \(Format.bytes(monitor.budget)); \(server.connectionCount) clients"
+        var line = "\(engine.sessions.count) sessions (\(live) live, \(engine.sessions.count - live) archived) of \(engine.apps.count) apps (\(running) running); pressure \(reclaim.level.name), \(Format.bytes(reclaim.usage)) of \(Format.bytes(reclaim.budget)); \(server.connectionCount) clients"
         if let reloadError { line = "Reload failed (old configuration in force): \(reloadError); " + line }
         return line
     }

@@ -82,23 +82,28 @@ public struct ReplayResult: Sendable {
 /// Drives the real `ReclaimPolicy` on a `LifecycleEngine` with a virtual clock, following a
 /// trace (reclaim-policy.md §3.7).
 ///
-/// One engine and one policy per run. Each trace scene becomes a session, of an app of its own
-/// unless the line names one. The replayer decides after every trace event and at the times
-/// the plan (`nextDecision`) and the gauge (`nextDrop`) ask for. The level comes from a
-/// `PressureGauge` (usage against the current budget, with hysteresis and hold) unless an
-/// explicit `pressure` line overrides it, until the next such line. Plan steps run as engine
-/// commands with cause `.reclaim(note)` (caps: `.cap(reason)`), and the metrics are counted from
-/// what the engine does, not from what the plan says.
+/// One engine and one `ReclaimController` per run — SceneCore's, the one the daemon runs.
+/// Each trace scene becomes a session, of an app of its own unless the line names one. The
+/// controller is evaluated after every trace event and at the time it asks to be woken; it
+/// decides for itself whether to consult the policy (as in the daemon). Its level comes from
+/// its gauge (usage against the current budget, with hysteresis and hold), raised by an
+/// explicit `pressure` line, which acts as an operator's override until the next such line.
+/// Its commands run on the engine, and the metrics are counted from what the engine does, not
+/// from what the plan says.
 public struct Replayer {
     public let trace: Trace
     public let settings: ReplaySettings
     let clock: NanosecondClock?
     /// Called after every decision with what it saw.
     var observer: ((DecisionRecord) -> Void)?
+    /// Called with everything the replay feeds the engine and the controller, in order, so
+    /// that another driver (the daemon's, in a test) can be fed exactly the same.
+    var inputObserver: ((ReplayInput, Timestamp) -> Void)?
+    /// Called with every reclaim command the controller asked for, and whether the engine took it.
+    var stepObserver: ((Command, Bool, Timestamp) -> Void)?
 
     var engine: LifecycleEngine
-    var policy: ReclaimPolicy
-    var gauge: PressureGauge
+    var controller: ReclaimController
     var metrics: ReplayMetrics
     var result: ReplayResult
 
@@ -116,7 +121,6 @@ public struct Replayer {
     var baseBudget: UInt64?
     var scale = 1.0
     let firstTraceBudget: UInt64?
-    var override: PressureLevel?
     var eventIndex = 0
     let oracle: NextUseOracle?
 
@@ -140,8 +144,8 @@ public struct Replayer {
         engine = LifecycleEngine(configuration: settings.engine)
         var reclaim = settings.reclaim
         reclaim.budget = .max
-        policy = ReclaimPolicy(configuration: reclaim, order: settings.order)
-        gauge = PressureGauge(watermarks: settings.reclaim.watermarks, hold: settings.hold)
+        controller = ReclaimController(policy: ReclaimPolicy(configuration: reclaim, order: settings.order),
+                                       gauge: PressureGauge(watermarks: settings.reclaim.watermarks, hold: settings.hold))
         metrics = ReplayMetrics(policy: settings.order)
         result = ReplayResult(metrics: metrics)
         var first: UInt64?
@@ -158,9 +162,13 @@ public struct Replayer {
 
     /// Replays `trace` once with `settings`.
     public static func run(_ trace: Trace, settings: ReplaySettings, clock: NanosecondClock? = nil,
-                           observer: ((DecisionRecord) -> Void)? = nil) -> ReplayResult {
+                           observer: ((DecisionRecord) -> Void)? = nil,
+                           inputs: ((ReplayInput, Timestamp) -> Void)? = nil,
+                           steps: ((Command, Bool, Timestamp) -> Void)? = nil) -> ReplayResult {
         var replayer = Replayer(trace: trace, settings: settings, clock: clock)
         replayer.observer = observer
+        replayer.inputObserver = inputs
+        replayer.stepObserver = steps
         replayer.run()
         return replayer.result
     }
@@ -249,6 +257,7 @@ public struct Replayer {
     // MARK: - Trace events
 
     mutating func command(_ c: Command, at t: Timestamp) -> Bool {
+        inputObserver?(.command(c), t)
         var effects: [Effect] = []
         do {
             try engine.handle(c, now: t, effects: &effects)
@@ -278,6 +287,7 @@ public struct Replayer {
         let request = ConnectRequest(app: app, footprint: scene.bytes, background: true,
                                      restoreCostMs: scene.restoreMs, isProtected: scene.isProtected)
         var effects: [Effect] = []
+        inputObserver?(.command(.connect(request)), t)
         guard case .session(let id)? = try? engine.handle(.connect(request), now: t, effects: &effects) else {
             metrics.traceRefusals += 1
             return
@@ -315,7 +325,7 @@ public struct Replayer {
             capDiscarded.remove(name)
             reclaimedAt[id] = nil
             if engine.sessions[id] != nil { _ = command(.discard(id, cause: .request), at: t) }
-            policy.noteDiscarded(id)
+            controller.policy.noteDiscarded(id)
         case .mem(let name, let bytes):
             guard let id = sessionOf[name], engine.sessions[id] != nil else { return }
             _ = command(.setFootprint(id, bytes), at: t)
@@ -346,7 +356,10 @@ public struct Replayer {
                 scale = 1
             }
         case .pressure(let level):
-            if !measureOnly { override = level }
+            if !measureOnly {
+                controller.override = level.map { PressureOverride(level: $0) }
+                inputObserver?(.override(controller.override), t)
+            }
         case .ackProfile(let profile):
             acks[profile.scene] = profile
         }
@@ -378,33 +391,21 @@ public struct Replayer {
         if let at = reclaimedAt.removeValue(forKey: id), t - at <= settings.reclaim.regretWindow {
             metrics.regrets += 1
         }
-        policy.noteActivation(id, now: t)
+        controller.policy.noteActivation(id, now: t)
         if command(.activate(id), at: t) { metrics.activations += 1 }
     }
 
     // MARK: - Decisions
 
     mutating func decide(at now: Timestamp) {
+        inputObserver?(.evaluate(budget: currentBudget), now)
         var effects: [Effect] = []
         _ = try? engine.handle(.tick, now: now, effects: &effects)
         sample(at: now)
         let usage = engine.residentBytes
         let budget = currentBudget
-        let gaugeLevel = gauge.update(usage: usage, budget: budget ?? 0, now: now)
-        let level = override ?? gaugeLevel
-        if level > .normal && !inEpisode {
-            inEpisode = true
-            episodeOnset = now
-            relieved = usage <= lowTarget
-            if relieved { metrics.timesToRelief.append(0) }
-            metrics.episodes += 1
-        } else if level == .normal && inEpisode {
-            inEpisode = false
-            if !relieved { metrics.unrelievedEpisodes += 1 }
-        }
-        policy.configuration.budget = budget ?? .max
         let engineBefore = observer == nil ? nil : engine
-        let policyBefore = observer == nil ? nil : policy
+        let policyBefore = observer == nil ? nil : controller.policy
 
         let nextUse: ((SessionID) -> Timestamp?)?
         if let rank = rankOverride {
@@ -418,40 +419,45 @@ public struct Replayer {
             nextUse = nil
         }
         let started = clock?()
-        let plan = policy.decide(engine: engine, level: level, usage: usage, now: now, external: override != nil,
-                                 nextUse: nextUse)
+        let outcome = controller.evaluate(engine: engine, readings: PressureReadings(usage: usage, budget: budget),
+                                          now: now, nextUse: nextUse)
+        let level = controller.level
+        if level > .normal && !inEpisode {
+            inEpisode = true
+            episodeOnset = now
+            relieved = usage <= lowTarget
+            if relieved { metrics.timesToRelief.append(0) }
+            metrics.episodes += 1
+        } else if level == .normal && inEpisode {
+            inEpisode = false
+            if !relieved { metrics.unrelievedEpisodes += 1 }
+        }
+        wake = outcome.wake
+        guard let plan = outcome.plan else { return }
         if let started, let clock {
             let ended = clock()
             metrics.decisionMicros.append(Double(ended &- started) / 1000)
         }
         metrics.decisions += 1
         if plan.unrelievable { metrics.unrelievablePlans += 1 }
-        execute(plan, at: now, usage: usage)
+        execute(outcome.steps, at: now, usage: usage)
         sample(at: now)
 
         if let observer, let engineBefore, let policyBefore {
-            observer(DecisionRecord(time: now, level: level, external: override != nil, usageBefore: usage,
+            observer(DecisionRecord(time: now, level: level, external: outcome.external, usageBefore: usage,
                                     usageAfter: engine.residentBytes, budget: budget, lowTarget: lowTarget,
                                     plan: plan, engineBefore: engineBefore, policyBefore: policyBefore))
         }
-
-        var next: Timestamp?
-        func consider(_ t: Timestamp?) {
-            guard let t, t > now else { return }
-            if next == nil || t < next! { next = t }
-        }
-        consider(plan.nextDecision)
-        if gauge.level > .normal || override != nil { consider(gauge.nextDrop) }
-        wake = next
     }
 
-    mutating func execute(_ plan: ReclaimPlan, at now: Timestamp, usage: UInt64) {
+    mutating func execute(_ steps: [ReclaimController.Step], at now: Timestamp, usage: UInt64) {
         let sessionsBefore = engine.sessions.count
         var allowedRemovals = 0
         let capsOn = settings.reclaim.maxSessions > 0 || settings.reclaim.archivedMaxAge > .zero
         var freed: UInt64 = 0
         var batch = false
-        for step in plan.steps {
+        for planned in steps {
+            let step = planned.step
             let cause = EventCause.reclaim(step.note)
             switch step.action {
             case .memoryWarning(let apps):
@@ -498,11 +504,11 @@ public struct Replayer {
                 }
             case .discard(let id):
                 let archived = engine.sessions[id]?.condition == .archived
-                if reclaimCommand(.discard(id, cause: .cap(step.note.reason)), at: now) {
+                if reclaimCommand(planned.command, at: now) {
                     metrics.capDiscards += 1
                     if capsOn && archived { allowedRemovals += 1 }
                     reclaimedAt[id] = nil
-                    policy.noteDiscarded(id)
+                    controller.executed(planned, succeeded: true)
                     if let name = sceneOf[id] { capDiscarded.insert(name) }
                     mark(.discard, at: now)
                 }
@@ -520,8 +526,10 @@ public struct Replayer {
         var effects: [Effect] = []
         do {
             try engine.handle(c, now: now, effects: &effects)
+            stepObserver?(c, true, now)
             return true
         } catch {
+            stepObserver?(c, false, now)
             metrics.refusedCommands += 1
             if result.notes.count < 5 { result.notes.append("t=\(now.microseconds / 1000) ms: refused \(error)") }
             return false
@@ -531,7 +539,7 @@ public struct Replayer {
     mutating func victim(_ s: SceneSession, at now: Timestamp) {
         metrics.victims += 1
         if settings.recordTimeline {
-            result.log.append("t=\(now.microseconds / 1000) victim \(sceneOf[s.id] ?? "?") (\(s.activations) activations, \(s.footprint / 1_000_000) MB, level \(gauge.level))")
+            result.log.append("t=\(now.microseconds / 1000) victim \(sceneOf[s.id] ?? "?") (\(s.activations) activations, \(s.footprint / 1_000_000) MB, level \(controller.level))")
         }
         if s.isProtected { metrics.protectedVictims += 1 }
         reclaimedAt[s.id] = now
@@ -549,6 +557,16 @@ public struct Replayer {
         guard settings.recordTimeline else { return }
         result.marks.append(TimelineMark(time: now.microseconds / 1000, kind: kind, usage: engine.residentBytes))
     }
+}
+
+/// What a replay feeds its engine and controller, in order (for driving another one alike).
+public enum ReplayInput: Sendable, Equatable {
+    /// A command of the trace (not a reclaim command).
+    case command(Command)
+    /// An operator override from a `pressure` line.
+    case override(PressureOverride?)
+    /// The controller is evaluated (the engine ticked first), with this budget.
+    case evaluate(budget: UInt64?)
 }
 
 /// Belady's oracle: for each scene, the positions of its activations in the trace, so that the

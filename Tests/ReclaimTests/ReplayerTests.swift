@@ -155,7 +155,7 @@ import Testing
         var plan = ReclaimPlan()
         plan.steps = [ReclaimStep(action: .disconnect(id), note: note),
                       ReclaimStep(action: .terminate(r.engine.sessions[id]!.app), note: note)]
-        r.execute(plan, at: at(100), usage: r.engine.residentBytes)
+        r.execute(plan.steps.map { ReclaimController.Step(command: ReclaimController.command(for: $0), step: $0) }, at: at(100), usage: r.engine.residentBytes)
         #expect(r.metrics.foregroundViolations == 2)
         #expect(r.metrics.refusedCommands == 2)
         #expect(r.engine.sessions[id]?.sceneState == .foregroundActive)
@@ -175,7 +175,7 @@ import Testing
         let note = ReclaimNote(level: "warning", usageBefore: 0, usageAfter: 0, budget: 0, score: nil, reason: "test")
         var plan = ReclaimPlan()
         plan.steps = [ReclaimStep(action: .discard(id), note: note)]
-        r.execute(plan, at: at(100), usage: r.engine.residentBytes)
+        r.execute(plan.steps.map { ReclaimController.Step(command: ReclaimController.command(for: $0), step: $0) }, at: at(100), usage: r.engine.residentBytes)
         #expect(r.metrics.pressureDiscards == 1)
     }
 

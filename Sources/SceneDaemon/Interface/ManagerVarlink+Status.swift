@@ -35,8 +35,8 @@ extension ManagerVarlink {
         w.field("connections", UInt64(server.connectionCount))
         if let daemon {
             w.field("pressure", daemon.reclaim.level.name)
-            w.field("usage", daemon.monitor.usage)
-            w.field("budget", daemon.monitor.budget)
+            w.field("usage", daemon.reclaim.usage)
+            w.field("budget", daemon.reclaim.budget)
             if let last = daemon.reclaim.policy.lastEpisode { w.key("lastEpisode"); writeEpisode(&w, last) }
             w.key("configFiles")
             w.beginArray()
@@ -48,7 +48,7 @@ extension ManagerVarlink {
 
     func writePressure(_ w: inout JSONWriter) {
         guard let daemon else { return }
-        let monitor = daemon.monitor
+        let monitor = daemon.reclaim
         let policy = daemon.reclaim.policy
         w.key("pressure")
         w.beginObject()
@@ -66,9 +66,9 @@ extension ManagerVarlink {
         w.field("usage", monitor.usage)
         w.field("budget", monitor.budget)
         let budget = Double(monitor.budget)
-        w.field("lowWatermark", UInt64(budget * monitor.gauge.watermarks.low))
-        w.field("highWatermark", UInt64(budget * monitor.gauge.watermarks.high))
-        w.field("criticalWatermark", UInt64(budget * monitor.gauge.watermarks.critical))
+        w.field("lowWatermark", UInt64(budget * monitor.watermarks.low))
+        w.field("highWatermark", UInt64(budget * monitor.watermarks.high))
+        w.field("criticalWatermark", UInt64(budget * monitor.watermarks.critical))
         if let o = monitor.override {
             w.field("override", o.level.name)
             if let until = o.until { w.field("overrideUntil", until) }

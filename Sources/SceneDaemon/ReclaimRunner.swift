@@ -1,0 +1,117 @@
+import SceneCore
+import SystemdKit
+
+/// Runs SceneCore's `ReclaimController` — the same one the replayer drives — on the live
+/// engine: it reads the sources (the engine's accounting, PSI), hands the controller's
+/// commands to the Manager (so they commit with everything else), and reports level changes.
+/// Nothing here decides anything.
+final class ReclaimRunner {
+    let manager: Manager
+    let logger: JournalLogger
+    private(set) var controller: ReclaimController
+    var budget: UInt64
+    var psi: PSISource?
+    private(set) var usage: UInt64 = 0
+    /// Asks the daemon to evaluate again at this engine time (a timer).
+    var wakeAt: ((Timestamp?) -> Void)?
+    /// The level changed (status line).
+    var onLevelChange: (() -> Void)?
+    /// Tests: every reclaim command carried out, and whether the engine took it.
+    var stepObserver: ((Command, Bool) -> Void)?
+
+    init(manager: Manager, logger: JournalLogger, policy: ReclaimPolicy, budget: UInt64, watermarks: Watermarks,
+         hold: TimeSpan, simulated: Bool) {
+        self.manager = manager
+        self.logger = logger
+        self.budget = budget
+        controller = ReclaimController(policy: policy, gauge: PressureGauge(watermarks: watermarks, hold: hold),
+                                       gaugeIsSource: simulated)
+    }
+
+    var level: PressureLevel { controller.level }
+    var policy: ReclaimPolicy { controller.policy }
+    var override: PressureOverride? { controller.override }
+    var watermarks: Watermarks { controller.gauge.watermarks }
+
+    func reconfigure(_ configuration: ReclaimConfiguration, budget: UInt64, watermarks: Watermarks, hold: TimeSpan,
+                     simulated: Bool) {
+        self.budget = budget
+        controller.policy.configuration = configuration
+        controller.gauge.watermarks = watermarks
+        controller.gauge.hold = hold
+        controller.gaugeIsSource = simulated
+    }
+
+    func setOverride(_ override: PressureOverride?) {
+        controller.override = override
+    }
+
+    func evaluate() {
+        let now = manager.clock.now()
+        usage = manager.engine.residentBytes
+        let outcome = controller.evaluate(engine: manager.engine,
+                                          readings: PressureReadings(usage: usage, budget: budget, external: psi?.level ?? .normal),
+                                          now: now)
+        if let old = outcome.previousLevel { logLevelChange(from: old, now: now) }
+        for step in outcome.steps {
+            do {
+                _ = try manager.execute(step.command)
+                controller.executed(step, succeeded: true)
+                stepObserver?(step.command, true)
+            } catch {
+                // The state moved on since the plan was made (another call in this pass);
+                // the next decision sees the new state.
+                controller.executed(step, succeeded: false)
+                stepObserver?(step.command, false)
+                Diagnostics.info("reclaim step skipped: \(error)")
+            }
+        }
+        if outcome.becameUnrelievable {
+            logger.daemon(batch: manager.gathering, position: manager.pending.events.count, .warning, MessageID.pressureUnrelievable,
+                          "Memory pressure \(level.name) cannot be relieved: only foreground and protected scenes remain; \(Format.bytes(usage)) of \(Format.bytes(budget)).",
+                          [("SCENED_PRESSURE", level.name), ("SCENED_USAGE", String(usage)), ("SCENED_BUDGET", String(budget))])
+        }
+        wakeAt?(outcome.wake)
+    }
+
+    private func logLevelChange(from old: PressureLevel, now: Timestamp) {
+        let new = level
+        logger.daemon(batch: manager.gathering, position: manager.pending.events.count,
+                      new > old ? .notice : .info, MessageID.pressureChanged,
+                      "Memory pressure \(old.name) → \(new.name); \(Format.bytes(usage)) of \(Format.bytes(budget)).",
+                      [("SCENED_PRESSURE", new.name), ("SCENED_PRESSURE_BEFORE", old.name),
+                       ("SCENED_USAGE", String(usage)), ("SCENED_BUDGET", String(budget)),
+                       ("SCENED_PRESSURE_SOURCES", sources(now: now).filter { $0.level > .normal }.map(\.name).joined(separator: ","))])
+        onLevelChange?()
+    }
+
+    /// A session became active: the policy counts regrets.
+    func noteActivations(_ events: [LifecycleEvent]) {
+        for e in events where e.name == .didBecomeActive {
+            if let s = e.session { controller.policy.noteActivation(s, now: e.time) }
+        }
+    }
+
+    struct SourceReport {
+        var name: String
+        var level: PressureLevel
+        var detail: String
+    }
+
+    /// Each source with its level, for GetPressure.
+    func sources(now: Timestamp) -> [SourceReport] {
+        var out: [SourceReport] = []
+        if controller.gaugeIsSource {
+            out.append(SourceReport(name: "simulated", level: controller.gauge.level,
+                                    detail: "\(Format.bytes(usage)) of \(Format.bytes(budget))"))
+        }
+        if let psi {
+            out.append(SourceReport(name: "psi", level: psi.level, detail: "\(psi.settings.path): \(psi.mode.description)"))
+        }
+        if let o = controller.override {
+            out.append(SourceReport(name: "override", level: o.level,
+                                    detail: o.until.map { "forced; lapses in \(($0 - now).approximate)" } ?? "forced until cleared"))
+        }
+        return out
+    }
+}
