@@ -40,7 +40,8 @@ let package = Package(
 
         // Test support shared by the test targets (which cannot import each other): child
         // processes, the notify listener, temporary directories and files, timing, the built
-        // binaries, starting scened, a seeded generator, threads. Test-only: no product uses it.
+        // binaries, starting scened (and the real daemon in a workspace), raw Varlink
+        // connections, a seeded generator, threads. Test-only: no product uses it.
         .target(name: "ScenedTestSupport", dependencies: ["Varlink"], path: "Tests/ScenedTestSupport"),
         // The child side of SystemdKitTests' process-level tests (private namespaces, socket
         // activation): run by those tests, it reports one `ok`/`fail` line per check. Test-only.
@@ -55,6 +56,9 @@ let package = Package(
         // Fixtures are read by path (#filePath), not bundled: excluded from the sources.
         .testTarget(name: "ReclaimTests", dependencies: ["SceneCore", "SceneReplay"], exclude: ["Fixtures"]),
         .testTarget(name: "DaemonIntegrationTests", dependencies: ["Varlink", "SceneCore", "ScenedTestSupport"]),
+        // Careless and hostile clients against the real daemon: early closes, floods, slow
+        // readers, partial messages, connection and fd exhaustion, oversized data, garbage.
+        .testTarget(name: "HostileClientTests", dependencies: ["Varlink", "SceneCore", "ScenedTestSupport"]),
         .testTarget(name: "DurabilityTests", dependencies: ["Varlink", "SceneCore", "ScenedTestSupport"]),
         .testTarget(name: "SystemTests", dependencies: []),
         // Authorization with real users (created and removed by the tests; needs root).

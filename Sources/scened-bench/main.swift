@@ -1,6 +1,7 @@
 // Measures scened over its socket: transitions per second (pipelined, 1 and 8 connections),
-// round trips, listing, memory, durability costs and start-up time. Release build:
-//   swift build -c release && .build/release/scened-bench [daemon|durable|startup|logging|all]
+// round trips, listing, memory, durability costs, start-up time, and what abusive clients cost
+// others (fairness, hostile). Release build:
+//   swift build -c release && .build/release/scened-bench [daemon|durable|startup|logging|fairness|hostile|all]
 // Figures depend on the machine and its load: compare the lines of one run with each other.
 import Glibc
 import Varlink
@@ -245,13 +246,17 @@ do {
     case "durable": try durableFigures()
     case "startup": try startupFigures()
     case "logging": try loggingFigures()
+    case "fairness": try fairnessFigures()
+    case "hostile": try hostileFigures()
     case "all":
         try daemonFigures()
         try durableFigures()
         try startupFigures()
         try loggingFigures()
+        try fairnessFigures()
+        try hostileFigures()
     default:
-        say("usage: scened-bench [daemon|durable|startup|logging|all] [--seconds S] [--sessions N] [--startup-sessions N]")
+        say("usage: scened-bench [daemon|durable|startup|logging|fairness|hostile|all] [--seconds S] [--sessions N] [--startup-sessions N]")
         exit(2)
     }
 } catch {

@@ -1,4 +1,5 @@
 import Glibc
+import ScenedTestSupport
 import Testing
 import Varlink
 

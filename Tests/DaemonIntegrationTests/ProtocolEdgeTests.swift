@@ -356,53 +356,6 @@ struct ProtocolLoadTests {
     }
 }
 
-extension RawConnection {
-    /// Writes `bytes` on its own thread, so that the caller can read replies meanwhile.
-    final class Writer: @unchecked Sendable {
-        private var thread = pthread_t()
-        private let box: Box
-
-        final class Box: @unchecked Sendable {
-            let fd: Int32
-            let bytes: [UInt8]
-            var error: String?
-            init(fd: Int32, bytes: [UInt8]) { self.fd = fd; self.bytes = bytes }
-        }
-
-        init(_ connection: RawConnection, _ bytes: [UInt8]) throws {
-            box = Box(fd: connection.fd, bytes: bytes)
-            let context = Unmanaged.passRetained(box).toOpaque()
-            let rc = pthread_create(&thread, nil, { raw in
-                let box = Unmanaged<Writer.Box>.fromOpaque(raw!).takeRetainedValue()
-                var offset = 0
-                while offset < box.bytes.count {
-                    let n = box.bytes.withUnsafeBytes { Glibc.send(box.fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-                    if n > 0 { offset += n; continue }
-                    if n < 0 && (errno == EINTR) { continue }
-                    if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-                        var p = pollfd(fd: box.fd, events: Int16(POLLOUT), revents: 0)
-                        _ = poll(&p, 1, 100)
-                        continue
-                    }
-                    box.error = "send failed after \(offset) bytes: \(String(cString: strerror(errno)))"
-                    break
-                }
-                return nil
-            }, context)
-            guard rc == 0 else {
-                Unmanaged<Box>.fromOpaque(context).release()
-                throw TestFailure("pthread_create failed: \(rc)")
-            }
-        }
-
-        /// Joins the thread; fails if the write failed.
-        func finish() throws {
-            pthread_join(thread, nil)
-            if let error = box.error { throw TestFailure(error) }
-        }
-    }
-}
-
 extension EventMonitor {
     /// True when nothing more arrives for a moment.
     func expectQuietResult() throws -> Bool { try next(timeout: 0.2) == nil }

@@ -1,20 +1,19 @@
 import Glibc
-import ScenedTestSupport
 import Varlink
 
 /// One test's private directory: the socket, the state directory, the configuration file, the
 /// notify socket and the daemon's logs. Outlives daemon restarts (persistence tests); removed
 /// when released.
-final class Workspace {
-    let directory = TemporaryDirectory(prefix: "scened-it")
-    var path: String { directory.path }
-    var socketPath: String { directory.file("io.scened.Manager") }
-    var stateDirectory: String { directory.file("state") }
-    var configPath: String { directory.file("scened.conf") }
-    private(set) var starts = 0
+public final class Workspace {
+    public let directory = TemporaryDirectory(prefix: "scened-it")
+    public var path: String { directory.path }
+    public var socketPath: String { directory.file("io.scened.Manager") }
+    public var stateDirectory: String { directory.file("state") }
+    public var configPath: String { directory.file("scened.conf") }
+    public private(set) var starts = 0
 
     /// Timings for scenarios that must not see a suspension they did not wait for.
-    static let calmConfiguration = """
+    public static let calmConfiguration = """
     [Lifecycle]
     SuspendDelaySec=60s
     BackgroundTaskBudgetSec=120s
@@ -24,7 +23,7 @@ final class Workspace {
     """
 
     /// Short timings, for the suspension and background-task scenarios.
-    static let shortTimings = """
+    public static let shortTimings = """
     [Lifecycle]
     SuspendDelaySec=200ms
     BackgroundTaskBudgetSec=500ms
@@ -33,11 +32,11 @@ final class Workspace {
     Durability=normal
     """
 
-    init(configuration: String = Workspace.calmConfiguration) throws {
+    public init(configuration: String = Workspace.calmConfiguration) throws {
         try writeTextFile(configPath, configuration + "\n")
     }
 
-    func nextLabel() -> String {
+    public func nextLabel() -> String {
         starts += 1
         return "scened-\(starts)"
     }
@@ -45,26 +44,28 @@ final class Workspace {
 
 /// The real scened binary, started on the workspace's socket with its own NOTIFY_SOCKET,
 /// ready once READY=1 arrived. Always killed when released; `stop()` is the clean way.
-final class DaemonProcess {
-    let workspace: Workspace
-    let child: ChildProcess
-    let notify: NotifyListener?
-    let label: String
+public final class DaemonProcess {
+    public let workspace: Workspace
+    public let child: ChildProcess
+    public let notify: NotifyListener?
+    public let label: String
 
-    var socketPath: String { workspace.socketPath }
-    var pid: pid_t { child.pid }
+    public var socketPath: String { workspace.socketPath }
+    public var pid: pid_t { child.pid }
 
     /// - Parameters:
     ///   - withNotify: give the daemon a NOTIFY_SOCKET (and wait for READY=1); without one,
     ///     readiness is seen by connecting to the socket.
     ///   - extraArguments: after --socket, --state-dir and --config.
-    init(_ workspace: Workspace, withNotify: Bool = true, extraArguments: [String] = [],
-         environment: [String: String?] = [:], readyTimeout: Double = 20) throws {
+    ///   - wrapper: a program that execs scened with the arguments after its own (prlimit …),
+    ///     so that the pid is scened's.
+    public init(_ workspace: Workspace, withNotify: Bool = true, extraArguments: [String] = [],
+                environment: [String: String?] = [:], readyTimeout: Double = 20, wrapper: [String] = []) throws {
         try Binaries.require(Binaries.scened)
         self.workspace = workspace
         label = workspace.nextLabel()
         (child, notify) = try ScenedLaunch.spawn(
-            [Binaries.scened, "--socket", workspace.socketPath, "--state-dir", workspace.stateDirectory,
+            wrapper + [Binaries.scened, "--socket", workspace.socketPath, "--state-dir", workspace.stateDirectory,
              "--config", workspace.configPath] + extraArguments,
             notifyPath: withNotify ? workspace.directory.file("\(label).notify") : nil, environment: environment,
             directory: workspace.path, label: label)
@@ -76,22 +77,22 @@ final class DaemonProcess {
         notify?.close()
     }
 
-    var stderr: String { child.stderr }
+    public var stderr: String { child.stderr }
 
     /// A client with a reply timeout, so that a hung daemon fails the test instead of hanging it.
-    func client(timeout: Duration = .seconds(20)) throws -> VarlinkClient {
+    public func client(timeout: Duration = .seconds(20)) throws -> VarlinkClient {
         try VarlinkClient(path: socketPath, timeout: timeout)
     }
 
     /// Calls io.scened.Manager.<method> on a fresh connection.
     @discardableResult
-    func call(_ method: String, _ parameters: JSONObject = [:]) throws -> JSONObject {
+    public func call(_ method: String, _ parameters: JSONObject = [:]) throws -> JSONObject {
         try client().call("io.scened.Manager." + method, parameters)
     }
 
     /// Stops the daemon with `signo` and checks the clean shutdown: exit status 0 and, with a
     /// notify socket, STOPPING=1.
-    func stop(_ signo: Int32 = SIGTERM, timeout: Double = 15) throws {
+    public func stop(_ signo: Int32 = SIGTERM, timeout: Double = 15) throws {
         let before = notify?.messages.count ?? 0
         try ScenedLaunch.stop(child, signal: signo, timeout: timeout)
         if let notify {
@@ -103,12 +104,12 @@ final class DaemonProcess {
     }
 
     /// SIGKILL: a crash, for the persistence tests.
-    func crash() {
+    public func crash() {
         child.killNow()
     }
 
     /// Fails unless the daemon is still running and answering on a fresh connection.
-    func assertServing(_ context: String) throws {
+    public func assertServing(_ context: String) throws {
         guard child.isRunning else {
             throw TestFailure("scened died (\(child.outcome)) \(context); stderr:\n\(stderr)")
         }
@@ -131,7 +132,7 @@ final class DaemonProcess {
     }
 
     /// utime + stime of the daemon in clock ticks (/proc/PID/stat fields 14 and 15).
-    func cpuTicks() throws -> UInt64 {
+    public func cpuTicks() throws -> UInt64 {
         let text = readTextFile("/proc/\(pid)/stat")
         // The command name (field 2) is in parentheses and may hold spaces: split after it.
         guard let close = text.lastIndex(of: ")") else { throw TestFailure("cannot read /proc/\(pid)/stat") }

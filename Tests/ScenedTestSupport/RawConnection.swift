@@ -1,34 +1,58 @@
 import Glibc
-import ScenedTestSupport
 import Varlink
 
 /// A bare AF_UNIX stream connection for protocol tests: sends exactly the bytes it is given,
 /// and splits what comes back at NUL bytes without interpreting it.
-final class RawConnection {
-    let fd: Int32
+public final class RawConnection {
+    /// The socket, -1 once `close()` was called.
+    public private(set) var fd: Int32
     private var input: [UInt8] = []
     private var head = 0
-    private(set) var sawEOF = false
+    public private(set) var sawEOF = false
+    /// Every byte received so far, including those already handed out.
+    public private(set) var receivedBytes = 0
 
-    init(path: String, receiveBuffer: Int32? = nil) throws {
+    /// - Parameters:
+    ///   - receiveBuffer: SO_RCVBUF, for clients that must look slow to the daemon.
+    ///   - connectTimeout: how long to retry while the daemon's listen backlog is full (a
+    ///     non-blocking AF_UNIX connect then fails with EAGAIN and connects nothing).
+    public init(path: String, receiveBuffer: Int32? = nil, connectTimeout: Double = 10) throws {
         _ = ignoreSIGPIPE
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket failed: \(errno)") }
         if var size = receiveBuffer {
             _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         }
-        let rc = withUnixAddress(path) { connect(fd, $0, $1) }
-        if rc != 0 && errno != EINPROGRESS && errno != EAGAIN {
+        let deadline = Deadline(seconds: connectTimeout)
+        while true {
+            let rc = withUnixAddress(path) { connect(fd, $0, $1) }
+            if rc == 0 || errno == EINPROGRESS { break }
             let code = errno
-            close(fd)
+            if code == EAGAIN && !deadline.hasPassed {
+                sleepMilliseconds(2)
+                continue
+            }
+            Glibc.close(fd)
+            fd = -1
             throw TestFailure("connect \(path) failed: \(String(cString: strerror(code)))")
         }
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { Glibc.close(fd) } }
+
+    /// Closes the socket now (abruptly, for the peer: unread input makes it a reset).
+    public func close() {
+        if fd >= 0 { Glibc.close(fd) }
+        fd = -1
+    }
+
+    /// shutdown(SHUT_WR): the peer reads EOF, and this side can still read its replies.
+    public func shutdownWrite() {
+        if fd >= 0 { _ = shutdown(fd, Int32(SHUT_WR)) }
+    }
 
     /// Writes all of `bytes`, waiting for room as needed. Throws when the peer closed.
-    func send(_ bytes: [UInt8], timeout: Double = 20) throws {
+    public func send(_ bytes: [UInt8], timeout: Double = 20) throws {
         let deadline = Deadline(seconds: timeout)
         var offset = 0
         while offset < bytes.count {
@@ -46,27 +70,44 @@ final class RawConnection {
         }
     }
 
-    func send(_ text: String, timeout: Double = 20) throws { try send(Array(text.utf8), timeout: timeout) }
+    public func send(_ text: String, timeout: Double = 20) throws { try send(Array(text.utf8), timeout: timeout) }
+
+    /// Writes what the socket takes now, without waiting: the number of bytes written, 0 when
+    /// the socket is full, nil once the peer is gone (EPIPE, ECONNRESET).
+    public func sendSome(_ bytes: ArraySlice<UInt8>) -> Int? {
+        guard !bytes.isEmpty else { return 0 }
+        while true {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+            if n >= 0 { return n }
+            let code = errno
+            if code == EINTR { continue }
+            if code == EAGAIN || code == EWOULDBLOCK { return 0 }
+            return nil
+        }
+    }
 
     /// Sends one call, NUL-terminated.
-    func sendCall(_ method: String, _ parameters: JSONObject = [:], more: Bool = false, oneway: Bool = false) throws {
+    public func sendCall(_ method: String, _ parameters: JSONObject = [:], more: Bool = false, oneway: Bool = false) throws {
         try send(VarlinkCall(method: method, parameters: parameters, oneway: oneway, more: more).encoded())
     }
 
-    /// Reads what is available into the buffer, waiting up to `milliseconds` for something.
-    /// Returns false at EOF.
+    /// Reads what is available into the buffer (at most `maxBytes`, to play a slow reader),
+    /// waiting up to `milliseconds` for something. Returns false at EOF.
     @discardableResult
-    func fill(waitingMilliseconds milliseconds: Int32) throws -> Bool {
+    public func fill(waitingMilliseconds milliseconds: Int32, maxBytes: Int = .max) throws -> Bool {
         if sawEOF { return false }
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         guard poll(&p, 1, milliseconds) > 0 else { return true }
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var buffer = [UInt8](repeating: 0, count: min(1 << 16, maxBytes))
+        var taken = 0
         while true {
-            let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            let n = recv(fd, &buffer, min(buffer.count, maxBytes - taken), Int32(MSG_DONTWAIT))
             if n > 0 {
+                receivedBytes += n
+                taken += n
                 if head > 0 && head == input.count { input.removeAll(keepingCapacity: true); head = 0 }
                 input += buffer[..<n]
-                if n < buffer.count { return true }
+                if n < buffer.count || taken >= maxBytes { return true }
                 continue
             }
             if n == 0 { sawEOF = true; return false }
@@ -80,20 +121,10 @@ final class RawConnection {
 
     /// The next NUL-terminated message (without the NUL), or nil if the peer closed first.
     /// Throws on timeout.
-    func receiveMessage(timeout: Double = 20) throws -> [UInt8]? {
+    public func receiveMessage(timeout: Double = 20) throws -> [UInt8]? {
         let deadline = Deadline(seconds: timeout)
         while true {
-            let start = head
-            let found: Int? = input.withUnsafeBytes { raw in
-                guard start < raw.count, let hit = memchr(raw.baseAddress! + start, 0, raw.count - start) else { return nil }
-                return UnsafeRawPointer(hit) - raw.baseAddress!
-            }
-            if let end = found {
-                let message = Array(input[head..<end])
-                head = end + 1
-                if head > 1 << 20 { input.removeSubrange(0..<head); head = 0 }
-                return message
-            }
+            if let message = bufferedMessage() { return message }
             if sawEOF { return nil }
             guard !deadline.hasPassed else {
                 throw TestFailure("no complete message within \(timeout) s (\(input.count - head) bytes buffered)")
@@ -102,8 +133,22 @@ final class RawConnection {
         }
     }
 
+    /// The next complete message already received (without the NUL), without reading more.
+    public func bufferedMessage() -> [UInt8]? {
+        let start = head
+        let found: Int? = input.withUnsafeBytes { raw in
+            guard start < raw.count, let hit = memchr(raw.baseAddress! + start, 0, raw.count - start) else { return nil }
+            return UnsafeRawPointer(hit) - raw.baseAddress!
+        }
+        guard let end = found else { return nil }
+        let message = Array(input[head..<end])
+        head = end + 1
+        if head > 1 << 20 { input.removeSubrange(0..<head); head = 0 }
+        return message
+    }
+
     /// The next message parsed as a JSON object; fails at EOF.
-    func receiveObject(timeout: Double = 20) throws -> JSONObject {
+    public func receiveObject(timeout: Double = 20) throws -> JSONObject {
         guard let bytes = try receiveMessage(timeout: timeout) else {
             throw TestFailure("the daemon closed the connection instead of replying")
         }
@@ -115,7 +160,7 @@ final class RawConnection {
 
     /// Counts NUL-terminated messages until `count` arrived, without parsing them; returns the
     /// number of bytes they took.
-    func skipMessages(_ count: Int, timeout: Double = 60) throws -> Int {
+    public func skipMessages(_ count: Int, timeout: Double = 60) throws -> Int {
         let deadline = Deadline(seconds: timeout)
         var seen = 0
         var bytes = 0
@@ -144,7 +189,7 @@ final class RawConnection {
     }
 
     /// Reads and discards until the peer closes; true if it did within `timeout`.
-    func waitForClose(timeout: Double) throws -> Bool {
+    public func waitForClose(timeout: Double) throws -> Bool {
         let deadline = Deadline(seconds: timeout)
         while !deadline.hasPassed {
             input.removeAll(keepingCapacity: true)
@@ -155,7 +200,7 @@ final class RawConnection {
     }
 
     /// Whether nothing arrives for `milliseconds` (and the connection stays open).
-    func staysQuiet(milliseconds: Int32) throws -> Bool {
+    public func staysQuiet(milliseconds: Int32) throws -> Bool {
         let before = input.count - head
         let open = try fill(waitingMilliseconds: milliseconds)
         return open && input.count - head == before
@@ -164,6 +209,6 @@ final class RawConnection {
 
 extension JSONObject {
     /// The error name of an error reply, if it is one.
-    var errorName: String? { self["error"]?.stringValue }
-    var parametersObject: JSONObject { self["parameters"]?.objectValue ?? [:] }
+    public var errorName: String? { self["error"]?.stringValue }
+    public var parametersObject: JSONObject { self["parameters"]?.objectValue ?? [:] }
 }

@@ -1,0 +1,51 @@
+import Glibc
+import Synchronization
+
+/// A value shared between the bench's main thread and a client thread.
+final class Shared<Value: Sendable>: Sendable {
+    private let storage: Mutex<Value>
+    init(_ value: Value) { storage = Mutex(value) }
+    var value: Value { storage.withLock { $0 } }
+    func set(_ value: Value) { storage.withLock { $0 = value } }
+    func update(_ change: (inout Value) -> Void) { storage.withLock { change(&$0) } }
+}
+
+/// A client on a POSIX thread of its own, so that an abusive client and the measured one run
+/// side by side. It builds its connections on that thread; it must end soon after `stop`.
+final class BenchThread: Sendable {
+    let stopRequested = Shared(false)
+    let finished = Shared(false)
+    private let id: Shared<pthread_t?> = Shared(nil)
+
+    private final class Body: Sendable {
+        let run: @Sendable () -> Void
+        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+    }
+
+    init(_ body: @escaping @Sendable (BenchThread) -> Void) {
+        // The thread keeps the object alive until it ends.
+        let body = Body {
+            body(self)
+            self.finished.set(true)
+        }
+        let context = Unmanaged.passRetained(body).toOpaque()
+        var thread = pthread_t()
+        let result = pthread_create(&thread, nil, { context in
+            Unmanaged<Body>.fromOpaque(context!).takeRetainedValue().run()
+            return nil
+        }, context)
+        precondition(result == 0, "pthread_create failed")
+        id.set(thread)
+    }
+
+    var shouldStop: Bool { stopRequested.value }
+
+    /// Asks the thread to end and waits for it.
+    func stop() {
+        stopRequested.set(true)
+        if let thread = id.value {
+            pthread_join(thread, nil)
+            id.set(nil)
+        }
+    }
+}

@@ -1,0 +1,207 @@
+import Glibc
+import Varlink
+
+/// Memory, a bystander's service and idle CPU while clients abuse the daemon: Monitors that
+/// never read, thousands of half-sent messages, clients that close right after their call.
+func hostileFigures() throws {
+    say("\n== hostile: abusive clients (Durability=off, LogLevel=notice; targets: peak RSS < 256 MiB, bystander ≥ 0.50 of its rate alone, idle CPU < 5 %) ==")
+    say("bystander: the sequential well-behaved client of the fairness figures (one call in flight, Activate/Background on its own session)")
+    try neverReadingMonitors()
+    try heldPartialMessages()
+    try closedRightAfterTheCall()
+}
+
+func verdict(_ ok: Bool) -> String { ok ? "ok" : "MISSED" }
+
+/// 100 Monitors that never read (4 KiB receive buffers) while 100,000 transitions happen.
+func neverReadingMonitors() throws {
+    let dir = makeDirectory()
+    defer { removeTree(dir) }
+    let daemon = BenchDaemon(binary: binary, directory: dir)
+    try daemon.start(config: config(durability: "off"))
+    defer { daemon.stopWithin(10) }
+    _ = try createSessions(daemon, count: 1000)
+    let polite = try SequentialClient(socket: daemon.socket, app: "com.example.polite")
+    _ = try polite.rate(over: 0.3)
+    let alone = try polite.rate(over: seconds).perSecond
+
+    let subscribe = VarlinkCall(method: "io.scened.Manager.Monitor", parameters: [:], more: true).encoded()
+    var monitors: [Int32] = []
+    defer { for fd in monitors { close(fd) } }
+    for _ in 0..<100 {
+        let fd = try benchConnect(daemon.socket, receiveBuffer: 4096)
+        _ = subscribe.withUnsafeBytes { sendSome(fd, $0) }
+        monitors.append(fd)
+    }
+    let status = try VarlinkClient(path: daemon.socket, timeout: .seconds(10))
+    let deadline = now() + 10
+    while now() < deadline, (try status.call("io.scened.Manager.GetStatus")["status"]?["connections"]?.intValue ?? 0) < 102 {
+        usleep(10_000)
+    }
+
+    var script: [[UInt8]] = []
+    for k in 1...1000 {
+        script.append(frame("Activate", ["session": .string("s\(k)")]))
+        script.append(frame("Background", ["session": .string("s\(k)")]))
+    }
+    let counts = Shared(AbuseCounts())
+    let driver = pipelined(daemon.socket, script, window: 64, duration: 600, maxCalls: 100_000, counts: counts)
+    var during = 0.0
+    var periods = 0
+    var stalled = false
+    while !driver.finished.value {
+        let r = try polite.rate(over: 1)
+        during += r.perSecond
+        periods += 1
+        if r.stalled {
+            stalled = true
+            break
+        }
+    }
+    driver.stop()
+    let peak = daemon.peakResidentBytes()
+    let left = (try? status.call("io.scened.Manager.GetStatus")["status"]?["connections"]?.intValue).flatMap { $0 } ?? -1
+    let ratio = during / Double(max(periods, 1)) / max(alone, 1)
+    let run = counts.value
+    say("100 Monitors that never read, during \(run.calls) transitions (1 connection, 64 in flight, \(ms(run.seconds))):")
+    say("    peak RSS \(mb(peak)) (target < 256 MiB) \(verdict(peak < 256 << 20)); RSS after \(mb(daemon.residentBytes()))")
+    say("    bystander \(Int((during / Double(max(periods, 1))).rounded())) calls/s against \(Int(alone.rounded())) alone: \(twoDigits(ratio)) (target ≥ 0.50) \(verdict(ratio >= 0.5))\(stalled ? "; a call went unanswered for 5 s" : "")")
+    say("    monitors still connected after: \(max(left - 2, 0)) of 100\(run.failure.map { "; the driver stopped: \($0)" } ?? "")")
+    for fd in monitors { close(fd) }
+    monitors.removeAll()
+    let idle = daemon.cpuPercent(over: 2)
+    say("    idle CPU after the monitors closed: \(idle)% (target < 5 %) \(verdict(idle < 5))")
+}
+
+/// 4,000 connections each holding an unterminated message of just under 1 MiB.
+func heldPartialMessages() throws {
+    let count = 4000
+    let limit = raiseOpenFiles(to: 2 * count + 512)
+    guard limit >= count + 256 else {
+        say("4000 connections holding half messages: skipped, RLIMIT_NOFILE is only \(limit)")
+        return
+    }
+    let dir = makeDirectory()
+    defer { removeTree(dir) }
+    let daemon = BenchDaemon(binary: binary, directory: dir)
+    // Every connection admitted: what is measured is the buffered input, not the connection limits.
+    try daemon.start(config: limitsConfig(["MaxConnections=8192", "MaxConnectionsPerUser=8192"]))
+    defer { daemon.stopWithin(10) }
+    let probe = try SequentialClient(socket: daemon.socket, app: "com.example.polite")
+    _ = try probe.rate(over: 0.3)
+    let alone = try probe.rate(over: seconds).perSecond
+
+    // The bystander runs on its own thread; it counts while the connections are filled and
+    // held. It is closed only after the idle CPU is measured: on a daemon that wedges when a
+    // client closes with a call in flight, its own close would otherwise be the abuse measured.
+    let bystander = Shared((calls: 0.0, seconds: 0.0, stalled: false, failure: String?.none))
+    let counting = Shared(false)
+    let client = UncheckedBox(try SequentialClient(socket: daemon.socket, app: "com.example.bystander"))
+    let measuring = BenchThread { thread in
+        do {
+            while !thread.shouldStop {
+                let r = try client.value.rate(over: 0.5)
+                if counting.value { bystander.update { $0.calls += r.perSecond * 0.5; $0.seconds += 0.5 } }
+                if r.stalled {
+                    bystander.update { $0.stalled = true }
+                    return
+                }
+            }
+        } catch {
+            bystander.update { $0.failure = "\(error)" }
+        }
+    }
+    defer { measuring.stop() }
+
+    let payload = Array(#"{"method":"io.scened.Manager.GetStatus","parameters":{"pad":""#.utf8)
+        + [UInt8](repeating: UInt8(ascii: "a"), count: 1_048_000)
+    var fds: [Int32] = []
+    defer { for fd in fds { close(fd) } }
+    var connectFailure: String?
+    for _ in 0..<count {
+        do { fds.append(try benchConnect(daemon.socket)) } catch {
+            connectFailure = "\(error)"
+            break
+        }
+    }
+    var sent = [Int](repeating: 0, count: fds.count)
+    var gone = [Bool](repeating: false, count: fds.count)
+    counting.set(true)
+    let start = now()
+    // Round-robin without waiting on any one: the daemon may stop reading some.
+    while now() - start < 120 {
+        var progress = false
+        var pending = false
+        payload.withUnsafeBytes { raw in
+            for i in fds.indices where !gone[i] && sent[i] < raw.count {
+                guard let n = sendSome(fds[i], UnsafeRawBufferPointer(rebasing: raw[sent[i]...])) else {
+                    gone[i] = true
+                    continue
+                }
+                sent[i] += n
+                if n > 0 { progress = true }
+                if sent[i] < raw.count { pending = true }
+            }
+        }
+        if !pending { break }
+        if !progress { usleep(2000) }
+    }
+    let fillTime = now() - start
+    usleep(2_000_000)
+    let peak = daemon.peakResidentBytes()
+    let rss = daemon.residentBytes()
+    counting.set(false)
+    let b = bystander.value
+    let during = b.calls / max(b.seconds, 0.5)
+    let ratio = during / max(alone, 1)
+
+    // What the daemon told those it let go.
+    var refused = 0
+    var closed = 0
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    for i in fds.indices {
+        let n = buffer.withUnsafeMutableBytes { recv(fds[i], $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        if n > 0 && String(decoding: buffer[0..<n], as: UTF8.self).contains("LimitExceeded") { refused += 1 }
+        if n == 0 || gone[i] || (n < 0 && errno == ECONNRESET) { closed += 1 }
+    }
+    let megabytes = sent.reduce(0, +) >> 20
+    say("\(fds.count) connections each holding an unterminated message of 1,048,000 bytes (\(megabytes) MiB sent in \(ms(fillTime)), then held 2 s)\(connectFailure.map { "; connect failed: \($0)" } ?? ""):")
+    say("    peak RSS \(mb(peak)) (target < 256 MiB) \(verdict(peak < 256 << 20)); RSS while held \(mb(rss))")
+    say("    bystander \(Int(during.rounded())) calls/s against \(Int(alone.rounded())) alone: \(twoDigits(ratio)) (target ≥ 0.50) \(verdict(ratio >= 0.5))\(b.stalled ? "; a call went unanswered for 5 s" : "")\(b.failure.map { "; failed: \($0)" } ?? "")")
+    say("    connections the daemon let go: \(closed) (\(refused) of them with LimitExceeded)")
+    for fd in fds { close(fd) }
+    fds.removeAll()
+    let idle = daemon.cpuPercent(over: 2)
+    say("    idle CPU after they closed: \(idle)% (target < 5 %) \(verdict(idle < 5))")
+    measuring.stop()
+}
+
+/// Hands a non-Sendable value to one other thread, which alone uses it until it is joined.
+final class UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// 20 clients send GetStatus and close at once (the wedge found on main).
+func closedRightAfterTheCall() throws {
+    let dir = makeDirectory()
+    defer { removeTree(dir) }
+    let daemon = BenchDaemon(binary: binary, directory: dir)
+    try daemon.start(config: config(durability: "off"))
+    defer { daemon.stopWithin(5) }
+    let polite = try SequentialClient(socket: daemon.socket, app: "com.example.polite")
+    _ = try polite.rate(over: 0.3)
+    let alone = try polite.rate(over: 1).perSecond
+    let line = Array(#"{"method":"io.scened.Manager.GetStatus"}"#.utf8) + [0]
+    for _ in 0..<20 {
+        let fd = try benchConnect(daemon.socket)
+        _ = line.withUnsafeBytes { sendSome(fd, $0) }
+        close(fd)
+    }
+    let idle = daemon.cpuPercent(over: 2)
+    let after = try polite.rate(over: 1, grace: 2)
+    let ratio = after.perSecond / max(alone, 1)
+    say("20 clients that send GetStatus and close at once:")
+    say("    idle CPU after: \(idle)% (target < 5 %) \(verdict(idle < 5))")
+    say("    bystander after: \(Int(after.perSecond.rounded())) calls/s against \(Int(alone.rounded())) before: \(twoDigits(ratio)) (target ≥ 0.50) \(verdict(ratio >= 0.5))\(after.stalled ? "; its call went unanswered" : "")")
+}
