@@ -89,7 +89,8 @@ final class VarlinkServerTests {
     func expectIdle(_ context: String, sourceLocation: SourceLocation = #_sourceLocation) {
         pass()
         #expect(!server.hasWork, "\(context): the server still has work after settling", sourceLocation: sourceLocation)
-        #expect(server.owedTotal == 0, "\(context): \(server.owedTotal) bytes still owed", sourceLocation: sourceLocation)
+        #expect(server.unsentTotal == 0, "\(context): \(server.unsentTotal) bytes still unsent", sourceLocation: sourceLocation)
+        #expect(server.connections.values.allSatisfy { !$0.hasHeldReplies }, "\(context): replies still held", sourceLocation: sourceLocation)
     }
 
     @Test("hang-up before the call is read: the call still runs, the connection closes, nothing is left")

@@ -33,8 +33,8 @@ final class ClientConnection {
     var waitingForRelease = false
     /// Accepted only to be told it is over a connection limit.
     var refused = false
-    /// The machine's owed and partial bytes as last counted in the server's totals.
-    var accountedOwed = 0
+    /// The machine's unsent and partial bytes as last counted in the server's totals.
+    var accountedUnsent = 0
     var accountedPartial = 0
     /// The interest last given to epoll.
     var appliedInterest = ConnectionMachine.Interest(read: false, write: false, registered: false)

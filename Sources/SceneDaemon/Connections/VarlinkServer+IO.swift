@@ -123,9 +123,9 @@ extension VarlinkServer {
     /// most is cut off, until the totals are back under.
     func enforceGlobalLimits() {
         // Each round turns one connection to ending, which is never chosen again: it ends.
-        while owedTotal > limits.maxBufferedOutput {
+        while unsentTotal > limits.maxBufferedOutput {
             guard let victim = connections.values.filter({ $0.machine.mayBeCutOff })
-                .max(by: { $0.machine.owedBytes < $1.machine.owedBytes }), victim.machine.owedBytes > 0 else { break }
+                .max(by: { $0.machine.outputBytes < $1.machine.outputBytes }), victim.machine.outputBytes > 0 else { break }
             step(victim, .limitExceeded("MaxBufferedOutput", cutOutput: true, now: now()))
         }
         while partialTotal > limits.maxBufferedInput {

@@ -44,8 +44,10 @@ final class VarlinkServer {
     /// Needing clock ticks (part of a message held, or ending).
     var timed: [ClientConnection] = []
 
-    /// Bytes owed to all clients (held and unsent), and of unfinished messages received.
-    private(set) var owedTotal = 0
+    /// Bytes written for clients and not yet taken by them (replies still held for a commit
+    /// wait on us, not on the client, and are bounded by each connection's high-water mark),
+    /// and bytes of unfinished messages received.
+    private(set) var unsentTotal = 0
     private(set) var partialTotal = 0
     var callsHandled: UInt64 = 0
     private(set) var passes: UInt64 = 0
@@ -277,11 +279,11 @@ final class VarlinkServer {
         let m = conn.machine
         // The machine ended the stream (cut off, peer gone): nothing more may be produced.
         if !m.streaming && conn.stream != nil { conn.stream = nil }
-        owedTotal += m.owedBytes - conn.accountedOwed
-        conn.accountedOwed = m.owedBytes
+        unsentTotal += m.outputBytes - conn.accountedUnsent
+        conn.accountedUnsent = m.outputBytes
         partialTotal += m.partialBytes - conn.accountedPartial
         conn.accountedPartial = m.partialBytes
-        if m.owedBytes > limits.maxOutputPerConnection {
+        if m.outputBytes > limits.maxOutputPerConnection {
             step(conn, .limitExceeded("MaxOutputPerConnection", cutOutput: true, now: now()))
             return
         }
@@ -397,9 +399,9 @@ final class VarlinkServer {
         connections[conn.number] = nil
         poller.remove(conn.fd)
         Glibc.close(conn.fd)
-        owedTotal -= conn.accountedOwed
+        unsentTotal -= conn.accountedUnsent
         partialTotal -= conn.accountedPartial
-        conn.accountedOwed = 0
+        conn.accountedUnsent = 0
         conn.accountedPartial = 0
         conn.stream = nil
         conn.dropHeld()
