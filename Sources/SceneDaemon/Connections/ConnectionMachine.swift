@@ -109,10 +109,10 @@ struct ConnectionMachine: Sendable {
 
     struct Budget: Equatable, Sendable {
         /// Calls one connection may have handled in one loop pass.
-        var callsPerPass = 16
+        var callsPerPass = 8
         /// Calls one connection may add to one batch while others are also being served, so
         /// that a flooder cannot make a well-behaved client's commit wait behind its own.
-        var callsPerBatch = 64
+        var callsPerBatch = 8
         /// Replies (held + unsent) at which no more calls are taken: the client must read.
         var maxOwedReplies = 256
         /// Owed bytes (held + unsent) at which no more calls are taken, and at which streams

@@ -35,8 +35,9 @@ final class VarlinkServer {
     /// Served in the next pass, in order.
     private var ready: [ClientConnection] = []
     private var servedThisPass: [ClientConnection] = []
-    /// Connections that handled calls in the batch being gathered.
+    /// Connections that handled calls in the batch being gathered, and how many did in the last.
     var batchMembers: [ClientConnection] = []
+    private var lastBatchMembers = 0
     /// With output to write at the next flush.
     private var dirty: [ClientConnection] = []
     /// With replies held for a commit.
@@ -211,7 +212,9 @@ final class VarlinkServer {
         guard !ready.isEmpty else { return }
         let turn = ready
         ready.removeAll(keepingCapacity: true)
-        let contended = batchMembers.count > 1 || turn.count > 1
+        // Contended: more than one client in this batch or the last one. A client waiting for
+        // its reply is not in the batch being gathered, but still competes.
+        let contended = max(batchMembers.count, lastBatchMembers) > 1 || turn.count > 1
         for conn in turn {
             conn.queued = false
             guard !conn.isClosed else { continue }
@@ -231,6 +234,7 @@ final class VarlinkServer {
 
     /// A new batch began gathering: the connections of the last one may go on.
     func batchBegan() {
+        lastBatchMembers = batchMembers.count
         guard !batchMembers.isEmpty else { return }
         let members = batchMembers
         batchMembers.removeAll(keepingCapacity: true)
