@@ -15,4 +15,15 @@ enum Tuning {
     /// The event log is trimmed once it holds this fraction of its capacity too many, so a trim
     /// deletes a long run of rows at once instead of a few rows per commit.
     static func trimSlack(capacity: Int) -> Int { max(capacity / 8, 64) }
+
+    /// The most session ids, task tokens or sequence numbers one commit may allocate; a batch
+    /// that goes further is refused. No real batch comes near it (it would hold billions of
+    /// events), and the cap is what bounds what a damaged log's lost transactions can have
+    /// handed out: at most this many of each per transaction, and a transaction takes at
+    /// least one frame (see SceneStore+Recovery).
+    static let maxAllocationsPerCommit: UInt64 = 1 << 32
+    /// Identifiers and sequence numbers are allocated from 1 upwards and can never come near
+    /// this; a stored one at or beyond it is damage. Well below 2^63, so that SQLite (whose
+    /// integers are signed) keeps every counter positive, even raised by a recovery.
+    static let storedNumberLimit: UInt64 = 1 << 62
 }
