@@ -151,9 +151,9 @@ extension SceneStore {
         }
 
         // What bounds the allocations of a transaction a damaged log may lose (SceneStore+Recovery).
-        let cap = Tuning.maxAllocationsPerCommit
-        for (kind, next, floor) in [("session ids", nextSession, sessionFloor), ("task tokens", nextTask, taskFloor),
-                                    ("sequence numbers", nextSequence, sequenceFloor)]
+        for (kind, next, floor, cap) in [("session ids", nextSession, sessionFloor, Tuning.maxAllocationsPerCommit),
+                                         ("task tokens", nextTask, taskFloor, Tuning.maxTaskTokensPerCommit),
+                                         ("sequence numbers", nextSequence, sequenceFloor, Tuning.maxAllocationsPerCommit)]
         where next > floor && next - floor > cap || next >= Tuning.storedNumberLimit {
             throw StoreError(kind: .constraint, path: path,
                              message: "the batch would take \(kind) up to \(next), \(next &- floor) past the last "
@@ -181,7 +181,9 @@ extension SceneStore {
         let capacity = UInt64(eventLogCapacity)
         guard newest >= oldest, newest - oldest + 1 > capacity + UInt64(Tuning.trimSlack(capacity: eventLogCapacity))
         else { return }
-        let cutoff = newest - capacity + 1
+        // Never a row of this batch: every sequence number a commit hands out stays a row of it
+        // until a later commit, which is what bounds a damaged log's losses (SceneStore+Recovery).
+        let cutoff = min(newest - capacity + 1, logged.lowerBound)
         st.trimEvents.bind(1, cutoff)
         try run(st.trimEvents, db, "trimming the event log")
         pendingTrim = cutoff

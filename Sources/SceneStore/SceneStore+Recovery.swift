@@ -7,11 +7,13 @@ public struct LogRecovery: Sendable, Equatable {
     public var inspection: WALInspection
     /// The copies taken before anything was rewritten.
     public var evidence: DamageEvidence
-    /// How far each counter was raised beyond what the intact part holds: lost frames times
-    /// `perCommit`.
+    /// How far the sequence and session counters were raised beyond what the intact part
+    /// holds, and why (the bound, in words).
     public var allowance: UInt64
-    /// The most of each kind one commit may allocate.
-    public var perCommit: UInt64
+    public var allowanceReason: String
+    /// How far the task counter was raised, and why.
+    public var taskAllowance: UInt64
+    public var taskAllowanceReason: String
     /// The counters before and after (clock aside).
     public var before: EngineCounters
     public var after: EngineCounters
@@ -23,40 +25,55 @@ extension SceneStore {
     /// it, so that the lost frames can never be mistaken for damage again. The evidence is
     /// already copied.
     ///
-    /// The bound. SQLite replays the log up to the last commit before the first failing frame;
-    /// every committed transaction after that is lost, and each of them holds at least one of the
-    /// `inspection.unreplayedFrames` frames that follow, so at most that many were lost. One
-    /// commit allocates at most `Tuning.maxAllocationsPerCommit` session ids, task tokens and
-    /// sequence numbers of each kind, counted from the marks committed before it (the store
-    /// refuses any batch that goes further). So the lost transactions allocated nothing beyond
-    /// the intact marks plus frames × cap, which is where the counters are put. The intact marks
-    /// are the counters row, or one past the highest id in any row when that is higher (the
-    /// store measures a commit from what load() raised, too). Stored bytes would not bound it:
-    /// a session connected and discarded in one batch, or events trimmed in the batch that
-    /// logged them, leave no row behind.
+    /// The bounds. SQLite replays the log up to the last commit before the first failing frame;
+    /// what the transactions after it handed out lies in the `unreplayedBytes` after that.
+    /// - Sequence numbers: each is an event, and each event of a commit is a row of the events
+    ///   table when that commit ends (a trim never removes the batch's own rows), so it lies in
+    ///   a page the transaction wrote into one of its frames. A row takes at least 6 bytes of
+    ///   a page, so the lost frames held at most unreplayedBytes / 6 events.
+    /// - Session ids: each new session comes with its configurationForConnecting event, so at
+    ///   most as many as events.
+    /// - Task tokens leave no row when begun and ended in one batch: instead, one commit may
+    ///   allocate at most `Tuning.maxTaskTokensPerCommit`, and each lost transaction takes at
+    ///   least one of the unreplayed frames.
+    /// With the event log off (capacity 0) events leave no row either, and the sequence and
+    /// session bound is the per-commit cap times the frames. Each counter is put past the intact
+    /// marks plus its bound; the intact marks are the counters row, or one past the highest id
+    /// in a row when that is higher (a commit is measured from what load() raised, too).
     func recoverFromDamagedLog(_ db: SQLiteConnection, inspection: WALInspection,
                                evidence: DamageEvidence) throws(StoreError) -> LogRecovery {
         let before = try readCounters(db)
-        let (allowance, overflow) = UInt64(inspection.unreplayedFrames)
-            .multipliedReportingOverflow(by: Tuning.maxAllocationsPerCommit)
-        let limit = Int64(Tuning.storedNumberLimit)
-        guard !overflow, allowance < Tuning.storedNumberLimit / 4 else {
-            throw StoreError(kind: .corrupt, path: path,
-                             message: "the damaged write-ahead log has \(inspection.unreplayedFrames) lost frames, "
-                                 + "too many to raise the counters past what they may have allocated")
+        let frames = UInt64(max(inspection.unreplayedFrames, 1))
+        let bytes = UInt64(max(inspection.unreplayedBytes, 0))
+        let allowance: UInt64, allowanceReason: String
+        if eventLogCapacity > 0 {
+            allowance = bytes / Tuning.minimumRowBytes
+            allowanceReason = "\(bytes) lost bytes / \(Tuning.minimumRowBytes), the fewest bytes a stored event takes"
+        } else {
+            allowance = frames.multipliedReportingOverflow(by: Tuning.maxAllocationsPerCommit).partialValue
+            allowanceReason = "\(frames) lost frames × \(Tuning.maxAllocationsPerCommit) per commit (no event log)"
         }
+        let taskAllowance = frames * Tuning.maxTaskTokensPerCommit
+        let taskAllowanceReason = "\(frames) lost frames × \(Tuning.maxTaskTokensPerCommit) per commit"
+        guard allowance < Tuning.storedNumberLimit / 4, taskAllowance < Tuning.storedNumberLimit / 4 else {
+            throw StoreError(kind: .corrupt, path: path,
+                             message: "the damaged write-ahead log has \(frames) lost frames, too many to raise the "
+                                 + "counters past what they may have allocated")
+        }
+        let limit = Int64(Tuning.storedNumberLimit)
         try db.execute("BEGIN IMMEDIATE", "raising the counters past the lost transactions")
         do throws(StoreError) {
             let raise = try db.prepare("""
                 UPDATE counters SET
-                    next_sequence = max(next_sequence, coalesce((SELECT max(seq) FROM events WHERE seq < ?2), 0) + 1) + ?1,
-                    next_session = max(next_session, coalesce((SELECT max(id) FROM sessions WHERE id < ?2), 0) + 1) + ?1,
-                    next_task = max(next_task, coalesce((SELECT max(token) FROM tasks WHERE token < ?2), 0) + 1) + ?1
+                    next_sequence = max(next_sequence, coalesce((SELECT max(seq) FROM events WHERE seq < ?3), 0) + 1) + ?1,
+                    next_session = max(next_session, coalesce((SELECT max(id) FROM sessions WHERE id < ?3), 0) + 1) + ?1,
+                    next_task = max(next_task, coalesce((SELECT max(token) FROM tasks WHERE token < ?3), 0) + 1) + ?2
                 WHERE id = 1
                 """, persistent: false, "raising the counters past the lost transactions")
             defer { raise.finalize() }
             raise.bind(1, Int64(allowance))
-            raise.bind(2, limit)
+            raise.bind(2, Int64(taskAllowance))
+            raise.bind(3, limit)
             try run(raise, db, "raising the counters past the lost transactions")
             try db.execute("COMMIT", "raising the counters past the lost transactions")
         } catch {
@@ -74,6 +91,7 @@ extension SceneStore {
                                  + "(another connection is reading the database); nothing was lost, start again")
         }
         return LogRecovery(inspection: inspection, evidence: evidence, allowance: allowance,
-                           perCommit: Tuning.maxAllocationsPerCommit, before: before, after: after)
+                           allowanceReason: allowanceReason, taskAllowance: taskAllowance,
+                           taskAllowanceReason: taskAllowanceReason, before: before, after: after)
     }
 }

@@ -39,6 +39,9 @@ public struct WALInspection: Sendable, Equatable {
     /// What was found, for people.
     public var summary: String
 
+    /// The bytes of the frames SQLite will not replay.
+    public var unreplayedBytes = 0
+
     /// Frames SQLite will not replay.
     public var unreplayedFrames: Int { frames - replayedFrames }
 
@@ -76,7 +79,8 @@ enum WALInspector {
             return WALInspection(condition: .damaged, pageSize: nil, frames: frames, replayedFrames: 0,
                                  firstFailingFrame: nil, commitsAfterFailure: 0,
                                  summary: "its header is damaged (\(problem.text)) while \(size - WALFormat.headerSize) "
-                                     + "bytes of frames follow it: SQLite would ignore all of them")
+                                     + "bytes of frames follow it: SQLite would ignore all of them",
+                                 unreplayedBytes: size - WALFormat.headerSize)
         }
         let frameSize = header.frameSize
         let wholeFrames = (size - WALFormat.headerSize) / frameSize
@@ -97,8 +101,9 @@ enum WALInspector {
             }
             index += n
         }
-        return walk.verdict(frames: frames, pageSize: header.pageSize,
-                            indexHeader: { readIndexHeader(shmPath) })
+        var result = walk.verdict(frames: frames, pageSize: header.pageSize, indexHeader: { readIndexHeader(shmPath) })
+        result.unreplayedBytes = size - WALFormat.headerSize - result.replayedFrames * frameSize
+        return result
     }
 
     /// The frames in order, as SQLite's recovery reads them, and past the first failing one

@@ -51,58 +51,6 @@ func walEvent(_ seq: UInt64) -> LifecycleEvent {
                    sceneInstance: 1, state: .scene(.unattached), appState: .background, cause: .request, detail: .none)
 }
 
-/// A -wal file read with nothing but the layout of sqlite.org/fileformat2.html §4 (not the
-/// store's own reader, which is what is under test).
-struct WALBytes {
-    var bytes: [UInt8]
-
-    init(_ path: String) throws { bytes = try #require(readWholeFile(path)) }
-
-    func be32(_ offset: Int) -> UInt32 {
-        bytes[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) }
-    }
-
-    var pageSize: Int { Int(be32(8)) }
-    var frameSize: Int { pageSize + 24 }
-    var frameCount: Int { (bytes.count - 32) / frameSize }
-    /// Where frame `k` (from 1) starts.
-    func offset(_ k: Int) -> Int { 32 + (k - 1) * frameSize }
-    func isCommit(_ k: Int) -> Bool { be32(offset(k) + 4) != 0 }
-    var commitFrames: [Int] { (1...frameCount).filter(isCommit) }
-
-    func write(_ path: String) { writeBytes(path, bytes) }
-
-    /// Rewrites every checksum with big-endian words (magic 0x377f0683), as a big-endian host's
-    /// SQLite writes them: the algorithm of §4.
-    mutating func rewriteChecksums(bigEndian: Bool) {
-        func word(_ i: Int) -> UInt32 {
-            bigEndian ? be32(i) : bytes[i..<i + 4].reversed().reduce(0) { $0 << 8 | UInt32($1) }
-        }
-        func sum(_ range: Range<Int>, _ s: (UInt32, UInt32)) -> (UInt32, UInt32) {
-            var (a, b) = s
-            for i in stride(from: range.lowerBound, to: range.upperBound, by: 8) {
-                a = a &+ word(i) &+ b
-                b = b &+ word(i + 4) &+ a
-            }
-            return (a, b)
-        }
-        func put(_ value: UInt32, at i: Int) {
-            for k in 0..<4 { bytes[i + k] = UInt8(truncatingIfNeeded: value >> (24 - 8 * UInt32(k))) }
-        }
-        put(bigEndian ? 0x377F_0683 : 0x377F_0682, at: 0)
-        var s = sum(0..<24, (0, 0))
-        put(s.0, at: 24)
-        put(s.1, at: 28)
-        for k in 1...frameCount {
-            let o = offset(k)
-            s = sum(o..<o + 8, s)
-            s = sum(o + 24..<o + frameSize, s)
-            put(s.0, at: o + 16)
-            put(s.1, at: o + 20)
-        }
-    }
-}
-
 /// What SQLite itself replays from `path` (a copy, so the original stays as it is): the
 /// session ids in the sessions table.
 func sessionsSQLiteReplays(_ path: String, in dir: TemporaryDirectory) throws -> [Int64] {

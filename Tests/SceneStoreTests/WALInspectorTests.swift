@@ -24,7 +24,7 @@ import SceneCore
     @Test func crashImageIsIntactAndOpens() throws {
         try withTemporaryDirectory { dir in
             let image = try CrashImage.make(dir, commits: 12)
-            let wal = try WALBytes(image.wal)
+            let wal = try WALFileBytes(image.wal)
             let found = try inspect(image)
             #expect(found.condition == .intact, "\(found)")
             #expect(found.frames == wal.frameCount && found.replayedFrames == wal.frameCount)
@@ -38,14 +38,14 @@ import SceneCore
     @Test func bigEndianChecksumsAreReadToo() throws {
         try withTemporaryDirectory { dir in
             let image = try CrashImage.make(dir, commits: 5)
-            var wal = try WALBytes(image.wal)
+            var wal = try WALFileBytes(image.wal)
             wal.rewriteChecksums(bigEndian: true)
-            wal.write(image.wal)
+            try wal.write(image.wal)
             #expect(try inspect(image).condition == .intact)
             #expect(try sessionsSQLiteReplays(image.path, in: dir) == [1, 2, 3, 4, 5], "SQLite reads the rewritten log")
             // And a wrong byte order is noticed, not trusted.
             wal.bytes[3] = 0x82
-            wal.write(image.wal)
+            try wal.write(image.wal)
             #expect(try inspect(image).condition == .damaged)
         }
     }
@@ -58,12 +58,12 @@ import SceneCore
     @Test func flippedByteInAMiddleFrameIsRefusedThenRecovered() throws {
         try withTemporaryDirectory { dir in
             let image = try CrashImage.make(dir, commits: 20)
-            var wal = try WALBytes(image.wal)
+            var wal = try WALFileBytes(image.wal)
             let commits = wal.commitFrames
             let victim = commits[commits.count / 2] - 1   // a frame inside a middle transaction
             try #require(!wal.isCommit(victim))
             wal.bytes[wal.offset(victim) + 24 + wal.pageSize / 2] ^= 0x10
-            wal.write(image.wal)
+            try wal.write(image.wal)
             let damaged = [image.path, image.wal, image.shm].map { readWholeFile($0) }
 
             // The premise: SQLite replays it without a word and loses sessions.
@@ -98,7 +98,9 @@ import SceneCore
             let store = try SceneStore(path: image.path, durability: .full, recover: true)
             let recovery = try #require(store.recovery)
             #expect(recovery.evidence == DamageEvidence(directory: evidence, reused: true))
-            #expect(recovery.allowance == UInt64(found.unreplayedFrames) * Tuning.maxAllocationsPerCommit)
+            #expect(recovery.allowance == UInt64(found.unreplayedBytes) / Tuning.minimumRowBytes)
+            #expect(recovery.taskAllowance == UInt64(found.unreplayedFrames) * Tuning.maxTaskTokensPerCommit)
+            #expect(found.unreplayedBytes == found.unreplayedFrames * wal.frameSize)
             let loaded = try store.loadChecked()
             #expect(loaded.snapshot.sessions.map { Int64($0.id.rawValue) } == replayed)
             // Nothing any lost transaction handed out is handed out again: the counters are
@@ -110,7 +112,7 @@ import SceneCore
             #expect(recovery.after.nextSessionNumber == intact + recovery.allowance)
             #expect(loaded.snapshot.nextSequence > image.lastSequence)
             #expect(loaded.snapshot.nextSequence == intact + recovery.allowance)
-            #expect(loaded.snapshot.nextTaskNumber == 1 + recovery.allowance)
+            #expect(loaded.snapshot.nextTaskNumber == 1 + recovery.taskAllowance)
             // The log is folded in and emptied: the next start finds nothing to refuse.
             #expect(fileSize(image.wal) == 0)
             try store.commit(StoreBatch(sessions: [walSession(loaded.snapshot.nextSessionNumber)]))
@@ -125,9 +127,9 @@ import SceneCore
     @Test func damagedHeaderWithFramesAfterItIsDamage() throws {
         try withTemporaryDirectory { dir in
             let image = try CrashImage.make(dir, commits: 4)
-            var wal = try WALBytes(image.wal)
+            var wal = try WALFileBytes(image.wal)
             wal.bytes[13] ^= 0x01   // the checkpoint sequence: only the header checksum notices
-            wal.write(image.wal)
+            try wal.write(image.wal)
             let found = try inspect(image)
             #expect(found.condition == .damaged)
             #expect(found.replayedFrames == 0 && found.summary.contains("its header is damaged"))
@@ -140,7 +142,7 @@ import SceneCore
     @Test func tornLastFrameOpensAsUsual() throws {
         try withTemporaryDirectory { dir in
             let image = try CrashImage.make(dir, commits: 6)
-            let wal = try WALBytes(image.wal)
+            let wal = try WALFileBytes(image.wal)
             // Cut inside the last frame: the last commit never reached the disk whole.
             #expect(truncate(image.wal, off_t(wal.offset(wal.frameCount) + wal.frameSize / 2)) == 0)
             let found = try inspect(image)
@@ -152,9 +154,9 @@ import SceneCore
     @Test func lastFrameFailingItsChecksumIsATornTail() throws {
         try withTemporaryDirectory { dir in
             let image = try CrashImage.make(dir, commits: 6)
-            var wal = try WALBytes(image.wal)
+            var wal = try WALFileBytes(image.wal)
             wal.bytes[wal.offset(wal.frameCount) + 100] ^= 0xFF
-            wal.write(image.wal)
+            try wal.write(image.wal)
             #expect(try inspect(image).condition == .tornTail)
             try expectLoads(image, sessions: Array(image.sessions.dropLast()))
         }
@@ -163,10 +165,10 @@ import SceneCore
     @Test func garbageAfterTheLastCommitOpensAsUsual() throws {
         try withTemporaryDirectory { dir in
             let image = try CrashImage.make(dir, commits: 5)
-            var wal = try WALBytes(image.wal)
+            var wal = try WALFileBytes(image.wal)
             var rng = SplitMix64(seed: 42)
             wal.bytes += (0..<(3 * wal.frameSize + 100)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
-            wal.write(image.wal)
+            try wal.write(image.wal)
             let found = try inspect(image)
             #expect(found.condition != .damaged && found.condition != .intact, "\(found)")
             #expect(found.replayedFrames == wal.frameCount - 3)
@@ -184,7 +186,7 @@ import SceneCore
                     #expect(result.first == "0")
                 }
             }
-            let wal = try WALBytes(image.wal)
+            let wal = try WALFileBytes(image.wal)
             let found = try inspect(image)
             #expect(found.condition == .staleFrames, "\(found)")
             #expect(found.replayedFrames > 0 && found.replayedFrames < wal.frameCount)
@@ -199,12 +201,12 @@ import SceneCore
     @Test func unfinishedCommitIsNotDamageWhenTheWalIndexSaysSo() throws {
         try withTemporaryDirectory { dir in
             let image = try CrashImage.make(dir, commits: 8, indexAfter: 7)
-            var wal = try WALBytes(image.wal)
+            var wal = try WALFileBytes(image.wal)
             let commits = wal.commitFrames
             let lastStart = commits[commits.count - 2] + 1
             try #require(lastStart < commits.last!, "the last transaction has more than its commit frame")
             wal.bytes[wal.offset(lastStart) + 24 + 10] ^= 0x01
-            wal.write(image.wal)
+            try wal.write(image.wal)
             // Without a wal-index to say so, it is damage.
             let index = try #require(readWholeFile(image.shm))
             unlink(image.shm)
@@ -221,11 +223,11 @@ import SceneCore
     @Test func brokenFrameBeforeTheWalIndexEndIsDamageWhateverTheIndex() throws {
         try withTemporaryDirectory { dir in
             let image = try CrashImage.make(dir, commits: 8)
-            var wal = try WALBytes(image.wal)
+            var wal = try WALFileBytes(image.wal)
             let commits = wal.commitFrames
             // Inside the last transaction, but the wal-index says it was committed.
             wal.bytes[wal.offset(commits[commits.count - 2] + 1) + 24 + 10] ^= 0x01
-            wal.write(image.wal)
+            try wal.write(image.wal)
             #expect(try inspect(image).condition == .damaged)
         }
     }
