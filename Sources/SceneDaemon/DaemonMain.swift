@@ -59,14 +59,22 @@ public enum DaemonMain {
         if dirError != 0 {
             return fail("cannot create state directory \(stateDirectory): \(String(cString: strerror(dirError)))", errno: dirError)
         }
+        let journal = JournalLogger(level: settings.logLevel)
+        let recover = options.recover || StartupStorage.recoverRequested(stateDirectory)
         let store: SceneStore
+        let stored: StoredState
         let engine: LifecycleEngine
         do {
             store = try SceneStore(path: stateDirectory + "/" + DaemonPaths.databaseName,
-                                   durability: settings.durability, eventLogCapacity: settings.eventLogSize)
-            let snapshot = try store.load()
-            engine = try LifecycleEngine(configuration: settings.engineConfiguration, restoring: snapshot)
+                                   durability: settings.durability, eventLogCapacity: settings.eventLogSize,
+                                   recover: recover)
+            stored = try store.loadChecked()
+            engine = try LifecycleEngine(configuration: settings.engineConfiguration, restoring: stored.snapshot)
         } catch let error as StoreError {
+            if case .damagedLog(let evidence) = error.kind {
+                StartupStorage.logRefusal(error, evidence: evidence, journal)
+                return fail(StartupStorage.refusal(error, stateDirectory: stateDirectory), errno: EUCLEAN)
+            }
             return fail("\(error)", errno: EIO)
         } catch {
             return fail("restoring state from \(stateDirectory)/\(DaemonPaths.databaseName): \(error)", errno: EIO)
@@ -110,7 +118,10 @@ public enum DaemonMain {
                 writer.stop()
                 writer.withStore { $0.close() }
             }
+            StartupStorage.report(store, stored, recover: recover, stateDirectory: stateDirectory, journal)
             let manager = Manager(engine: engine, clock: DaemonClock(), writer: writer)
+            _ = manager.quarantine.add(stored.quarantined)
+            manager.onQuarantine = { rows in for entry in QuarantineReport.entries(for: rows) { journal.send(entry) } }
             var effective = config
             effective.settings = settings
             let daemon = try Daemon(options: options, config: effective, loader: loader, loop: loop, manager: manager,

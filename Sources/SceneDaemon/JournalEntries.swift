@@ -20,6 +20,9 @@ enum MessageID {
     static let daemonStopped = "7753a5a151754a9b84761ec4dc19671d"
     static let configurationReload = "4faa28252d7f49828519797754e71ae9"
     static let storageFailure = "b5264d24c1df4b2bb6986b3cd75487c3"
+    static let rowQuarantined = "11e83c9298ac403eae2cbba03cc7edd1"
+    static let logDamaged = "877aaf2eb2784d9593960151686fcf7a"
+    static let logRecovered = "56a2348053394cb4a8fd300aea9936be"
 }
 
 /// One structured journal entry.

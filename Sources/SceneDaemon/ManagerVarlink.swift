@@ -168,7 +168,7 @@ final class ManagerVarlink {
             try listSessions(call, p, conn)
         case .GetSession:
             let id = try p.session()
-            guard manager.engine.sessions[id] != nil else { throw Self.error(for: lookupFailure(id)) }
+            guard manager.engine.sessions[id] != nil else { throw refusal(lookupFailure(id)) }
             replySession(id, call, conn)
         case .ListApps:
             let engine = manager.engine
@@ -226,7 +226,7 @@ final class ManagerVarlink {
         do {
             return try manager.execute(command)
         } catch {
-            throw Self.error(for: error)
+            throw refusal(error)
         }
     }
 
@@ -326,6 +326,7 @@ final class ManagerVarlink {
         w.field("backgroundTasks", UInt64(tasks))
         w.field("nextSeq", engine.nextSequence)
         w.field("connections", UInt64(listener.connectionCount))
+        w.field("quarantined", UInt64(manager.quarantine.count))
         if let daemon {
             w.field("pressure", daemon.reclaim.level.name)
             w.field("usage", daemon.monitor.usage)
