@@ -62,14 +62,17 @@ public enum DaemonMain {
         let journal = JournalLogger(level: settings.logLevel)
         let recover = options.recover || StartupStorage.recoverRequested(stateDirectory)
         let store: SceneStore
-        let stored: StoredState
         let engine: LifecycleEngine
+        // Only what was left out is kept: the snapshot itself would double the sessions' memory.
+        let quarantined: [QuarantinedRow]
+        let recordingFailure: StoreError?
         do {
             store = try SceneStore(path: stateDirectory + "/" + DaemonPaths.databaseName,
                                    durability: settings.durability, eventLogCapacity: settings.eventLogSize,
                                    recover: recover)
-            stored = try store.loadChecked()
+            let stored = try store.loadChecked()
             engine = try LifecycleEngine(configuration: settings.engineConfiguration, restoring: stored.snapshot)
+            (quarantined, recordingFailure) = (stored.quarantined, stored.recordingFailure)
         } catch let error as StoreError {
             if case .damagedLog(let evidence) = error.kind {
                 StartupStorage.logRefusal(error, evidence: evidence, journal)
@@ -118,9 +121,10 @@ public enum DaemonMain {
                 writer.stop()
                 writer.withStore { $0.close() }
             }
-            StartupStorage.report(store, stored, recover: recover, stateDirectory: stateDirectory, journal)
+            StartupStorage.report(store, quarantined: quarantined, recordingFailure: recordingFailure, recover: recover,
+                                  stateDirectory: stateDirectory, journal)
             let manager = Manager(engine: engine, clock: DaemonClock(), writer: writer)
-            _ = manager.quarantine.add(stored.quarantined)
+            _ = manager.quarantine.add(quarantined)
             manager.onQuarantine = { rows in for entry in QuarantineReport.entries(for: rows) { journal.send(entry) } }
             var effective = config
             effective.settings = settings

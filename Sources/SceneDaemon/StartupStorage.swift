@@ -32,8 +32,8 @@ enum StartupStorage {
     }
 
     /// What the open and the load found, into the journal (stderr on a terminal).
-    static func report(_ store: SceneStore, _ stored: StoredState, recover: Bool, stateDirectory: String,
-                       _ journal: JournalLogger) {
+    static func report(_ store: SceneStore, quarantined: [QuarantinedRow], recordingFailure: StoreError?, recover: Bool,
+                       stateDirectory: String, _ journal: JournalLogger) {
         if let r = store.recovery {
             let i = r.inspection
             journal.daemon(.warning, MessageID.logRecovered,
@@ -60,8 +60,8 @@ enum StartupStorage {
                 Diagnostics.warning("cannot remove \(file) (the next start would recover again): \(String(cString: strerror(errno)))")
             }
         }
-        for entry in QuarantineReport.entries(for: stored.quarantined) { journal.send(entry) }
-        if let failure = stored.recordingFailure {
+        for entry in QuarantineReport.entries(for: quarantined) { journal.send(entry) }
+        if let failure = recordingFailure {
             Diagnostics.warning("the quarantined rows could not be recorded in the quarantine table (they are still left "
                                 + "out and kept): \(failure)")
         }

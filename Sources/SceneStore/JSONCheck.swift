@@ -17,8 +17,7 @@ enum JSONCheck {
     /// Whether `text` is one JSON value, with nothing but whitespace around it.
     static func isValue(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
         var i = 0
-        // Open containers, innermost last: true for an object, false for an array.
-        var open: [Bool] = []
+        var open = Nesting()
         skipSpace(text, &i)
         while true {
             // A value.
@@ -30,7 +29,7 @@ enum JSONCheck {
                 if i < text.count, text[i] == UInt8(ascii: "}") {
                     i += 1
                 } else {
-                    open.append(true)
+                    open.push(object: true)
                     guard member(text, &i) else { return false }
                     continue
                 }
@@ -40,7 +39,7 @@ enum JSONCheck {
                 if i < text.count, text[i] == UInt8(ascii: "]") {
                     i += 1
                 } else {
-                    open.append(false)
+                    open.push(object: false)
                     continue
                 }
             case UInt8(ascii: "\""):
@@ -57,7 +56,7 @@ enum JSONCheck {
             // After a value: close what ends here, or go on to the next element or member.
             while true {
                 skipSpace(text, &i)
-                guard let inObject = open.last else {
+                guard let inObject = open.innermost else {
                     return i == text.count
                 }
                 guard i < text.count else { return false }
@@ -70,8 +69,38 @@ enum JSONCheck {
                 }
                 guard c == (inObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) else { return false }
                 i += 1
-                open.removeLast()
+                open.pop()
             }
+        }
+    }
+
+    /// The open containers, innermost last (true for an object): the first 64 levels in a
+    /// word, so that the usual value (an object a few levels deep) allocates nothing.
+    private struct Nesting {
+        private var bits: UInt64 = 0
+        private var depth = 0
+        private var deeper: [Bool] = []
+
+        var innermost: Bool? {
+            if depth == 0 { return nil }
+            if depth > 64 { return deeper.last }
+            return bits >> UInt64(depth - 1) & 1 == 1
+        }
+
+        mutating func push(object: Bool) {
+            if depth >= 64 {
+                deeper.append(object)
+            } else if object {
+                bits |= 1 << UInt64(depth)
+            } else {
+                bits &= ~(1 << UInt64(depth))
+            }
+            depth += 1
+        }
+
+        mutating func pop() {
+            if depth > 64 { deeper.removeLast() }
+            depth -= 1
         }
     }
 

@@ -234,6 +234,18 @@ import SceneCore
         String(repeating: "{\"a\":", count: 50) + "1" + String(repeating: "}", count: 49),
     ]
 
+    /// Past 64 levels the nesting is kept another way; objects and arrays must still close in
+    /// order there.
+    static let deep = "{\"a\":" + String(repeating: "[{\"b\":", count: 40) + "0" + String(repeating: "}]", count: 40) + "}"
+    static let deepMismatched = "{\"a\":" + String(repeating: "[{\"b\":", count: 40) + "0"
+        + String(repeating: "}]", count: 2) + "]}" + String(repeating: "}]", count: 37) + "}"
+
+    @Test func deepNestingClosesInOrder() {
+        var good = Self.deep, bad = Self.deepMismatched
+        #expect(good.withUTF8 { JSONCheck.isObject($0) })
+        #expect(!bad.withUTF8 { JSONCheck.isObject($0) })
+    }
+
     @Test func objectsAreAccepted() {
         for text in Self.objects {
             var t = text
