@@ -36,10 +36,17 @@ extension Verb {
             let names = files.compactMap(\.stringValue)
             block.add("Config", names.isEmpty ? "built-in defaults" : names.joined(separator: "\n"))
         }
+        if let quarantined = status.integer("quarantined"), quarantined > 0 {
+            block.add("Quarantined", "\(quarantined) stored row\(quarantined == 1 ? "" : "s") (damaged on disk; "
+                      + "journalctl -u scened MESSAGE_ID=\(quarantineMessageID))")
+        }
         block.add("Next seq", String(int("nextSeq")))
         block.add("Clients", String(int("connections")))
         return block.render()
     }
+
+    /// The daemon's entry for a quarantined row (SceneDaemon's MessageID.rowQuarantined).
+    static let quarantineMessageID = "11e83c9298ac403eae2cbba03cc7edd1"
 
     static let reload = Verb(
         "reload", section: .daemon, summary: "Make the daemon reload its configuration",

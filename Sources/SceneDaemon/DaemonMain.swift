@@ -61,14 +61,25 @@ public enum DaemonMain {
         } catch {
             return fail("state directory: \(error)", errno: EPERM)
         }
+        let journal = JournalLogger(level: settings.logLevel)
+        let recover = options.recover || StartupStorage.recoverRequested(stateDirectory)
         let store: SceneStore
         let engine: LifecycleEngine
+        // Only what was left out is kept: the snapshot itself would double the sessions' memory.
+        let quarantined: [QuarantinedRow]
+        let recordingFailure: StoreError?
         do {
             store = try SceneStore(path: stateDirectory + "/" + DaemonPaths.databaseName,
-                                   durability: settings.durability, eventLogCapacity: settings.eventLogSize)
-            let snapshot = try store.load()
-            engine = try LifecycleEngine(configuration: settings.engineConfiguration, restoring: snapshot)
+                                   durability: settings.durability, eventLogCapacity: settings.eventLogSize,
+                                   recover: recover)
+            let stored = try store.loadChecked()
+            engine = try LifecycleEngine(configuration: settings.engineConfiguration, restoring: stored.snapshot)
+            (quarantined, recordingFailure) = (stored.quarantined, stored.recordingFailure)
         } catch let error as StoreError {
+            if case .damagedLog(let evidence) = error.kind {
+                StartupStorage.logRefusal(error, evidence: evidence, journal)
+                return fail(StartupStorage.refusal(error, stateDirectory: stateDirectory), errno: EUCLEAN)
+            }
             return fail("\(error)", errno: EIO)
         } catch {
             return fail("restoring state from \(stateDirectory)/\(DaemonPaths.databaseName): \(error)", errno: EIO)
@@ -121,7 +132,11 @@ public enum DaemonMain {
                 writer.stop()
                 writer.withStore { $0.close() }
             }
+            StartupStorage.report(store, quarantined: quarantined, recordingFailure: recordingFailure, recover: recover,
+                                  stateDirectory: stateDirectory, journal)
             let manager = Manager(engine: engine, clock: DaemonClock(), writer: writer)
+            _ = manager.quarantine.add(quarantined)
+            manager.onQuarantine = { rows in for entry in QuarantineReport.entries(for: rows) { journal.send(entry) } }
             var effective = config
             effective.settings = settings
             let daemon = try Daemon(options: options, config: effective, loader: loader, loop: loop, manager: manager,

@@ -6,6 +6,8 @@ public struct DaemonOptions: Equatable {
     public var configRoot = ""
     public var checkConfig = false
     public var dumpConfig = false
+    /// Start on a damaged write-ahead log from its intact part (see README, Damaged storage).
+    public var recover = false
     public var help = false
     public var version = false
 
@@ -30,6 +32,9 @@ public struct DaemonOptions: Equatable {
       --config-root DIR    Prefix DIR to the configuration search paths
       --check-config       Check the configuration, print problems, exit (0: valid)
       --dump-config        Print the effective configuration and exit
+      --recover            Start even though the database's write-ahead log is damaged: keep
+                           what is intact, drop the damaged rest (copied aside first) and raise
+                           every counter past it. Under systemd: touch DIR/recover, then restart
       -h, --help           Show this help
       --version            Show the version
 
@@ -74,6 +79,7 @@ public struct DaemonOptions: Equatable {
             case "--config-root": options.configRoot = try value(name, inline: inline)
             case "--check-config": options.checkConfig = true
             case "--dump-config": options.dumpConfig = true
+            case "--recover": options.recover = true
             case "-h", "--help": options.help = true
             case "--version": options.version = true
             default:

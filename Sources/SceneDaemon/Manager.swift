@@ -19,6 +19,11 @@ final class Manager {
     private var effects: [Effect] = []
     private(set) var commits: UInt64 = 0
 
+    /// Stored rows the store left out, damaged on disk (start-up, and event-log rows as read).
+    var quarantine = QuarantineReport()
+    /// Told of rows quarantined after start-up (the journal).
+    var onQuarantine: (([QuarantinedRow]) -> Void)?
+
     /// The batch new changes and replies belong to.
     private(set) var gathering: UInt64 = 1
     /// Every batch up to this one is committed (or settled by a failure).
@@ -163,8 +168,9 @@ final class Manager {
     private func reloadAfterFailedCommit() {
         guard let writer else { return }
         do {
-            let snapshot = try writer.withStore { try $0.load() }
-            engine = try LifecycleEngine(configuration: engine.configuration, restoring: snapshot)
+            let stored = try writer.withStore { try $0.loadChecked() }
+            engine = try LifecycleEngine(configuration: engine.configuration, restoring: stored.snapshot)
+            noteQuarantined(stored.quarantined)
         } catch {
             Diagnostics.fatal("cannot reload committed state after a failed commit: \(error)")
         }
@@ -186,11 +192,23 @@ final class Manager {
         }
         guard let writer else { return .success(recent.events(from: seq, limit: limit)) }
         do {
-            return .success(try writer.withStore { try $0.events(after: seq == 0 ? 0 : seq - 1, limit: limit) })
+            let (events, damaged) = try writer.withStore { store in
+                (try store.events(after: seq == 0 ? 0 : seq - 1, limit: limit), store.quarantinedEvents)
+            }
+            // A damaged row was skipped, not sent; it is reported once.
+            if damaged.count > quarantine.eventCount { noteQuarantined(damaged) }
+            return .success(events)
         } catch {
             Diagnostics.error("reading the event log: \(error)")
             return .failure(EventsUnavailable(requested: seq, oldest: recent.oldestSequence ?? committedNextSequence))
         }
+    }
+}
+
+extension Manager {
+    private func noteQuarantined(_ rows: [QuarantinedRow]) {
+        let new = quarantine.add(rows)
+        if !new.isEmpty { onQuarantine?(new) }
     }
 }
 

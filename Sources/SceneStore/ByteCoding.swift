@@ -70,10 +70,13 @@ struct ByteReader {
         return Int(n)
     }
 
+    /// Well-formed UTF-8 only: decoding would otherwise replace damaged bytes without a word.
     mutating func string() throws(Malformed) -> String {
         let n = try length()
-        defer { offset += n }
-        return String(decoding: UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + n]), as: UTF8.self)
+        let bytes = UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + n])
+        guard UTF8Check.isValid(bytes) else { throw Malformed() }
+        offset += n
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     mutating func data() throws(Malformed) -> [UInt8] {

@@ -89,7 +89,11 @@ enum RowCoding {
                 let restoration: RestorationData?
                 switch try r.byte() {
                 case restorationAbsent: restoration = nil
-                case restorationJSON: restoration = .json(try r.string())
+                case restorationJSON:
+                    // Written into replies verbatim: it must be the JSON object it was.
+                    var text = try r.string()
+                    guard text.withUTF8({ JSONCheck.isObject($0) }) else { throw .init() }
+                    restoration = .json(text)
                 case restorationBytes: restoration = .bytes(try r.data())
                 default: throw .init()
                 }

@@ -11,9 +11,12 @@ extension SceneStore {
         let configurationsBefore = configurationsByRef.count
         try run(st.begin, db, "starting a transaction")
         do throws(StoreError) {
-            let (range, committedNextSequence) = try write(batch, db, st)
+            let (range, written) = try write(batch, db, st)
             try run(st.commit, db, "committing")
-            sequenceFloor = max(sequenceFloor, committedNextSequence)
+            unrecordedQuarantine = []
+            sequenceFloor = max(sequenceFloor, written.nextSequence)
+            sessionFloor = max(sessionFloor, written.nextSessionNumber)
+            taskFloor = max(taskFloor, written.nextTaskNumber)
             if let range {
                 if loggedOldest == nil { loggedOldest = range.lowerBound }
                 loggedNewest = max(loggedNewest ?? 0, range.upperBound)
@@ -35,9 +38,11 @@ extension SceneStore {
     }
 
     /// The writes of one batch, inside the open transaction. Returns the range of sequence numbers
-    /// logged and the sequence high-water mark written.
+    /// logged and the high-water marks written (the clock aside).
     private func write(_ batch: StoreBatch, _ db: SQLiteConnection, _ st: Statements) throws(StoreError)
-        -> (logged: ClosedRange<UInt64>?, nextSequence: UInt64) {
+        -> (logged: ClosedRange<UInt64>?, counters: EngineCounters) {
+        // Event-log rows found damaged since the last commit, copied before a trim can drop them.
+        try record(unrecordedQuarantine, db)
         var nextSession = batch.counters.nextSessionNumber
         var nextTask = batch.counters.nextTaskNumber
         var nextSequence = batch.counters.nextSequence
@@ -48,7 +53,7 @@ extension SceneStore {
             if let known = appRefs[app.id] {
                 ref = known
             } else {
-                ref = Int64(appsByRef.count)
+                ref = newAppRef()
                 try remember(app: app.id, ref: ref)
             }
             s.bind(1, ref)
@@ -145,6 +150,16 @@ extension SceneStore {
             logged = logged.map { min($0.lowerBound, event.seq)...max($0.upperBound, event.seq) } ?? event.seq...event.seq
         }
 
+        // What bounds the allocations of a transaction a damaged log may lose (SceneStore+Recovery).
+        for (kind, next, floor, cap) in [("session ids", nextSession, sessionFloor, Tuning.maxAllocationsPerCommit),
+                                         ("task tokens", nextTask, taskFloor, Tuning.maxTaskTokensPerCommit),
+                                         ("sequence numbers", nextSequence, sequenceFloor, Tuning.maxAllocationsPerCommit)]
+        where next > floor && next - floor > cap || next >= Tuning.storedNumberLimit {
+            throw StoreError(kind: .constraint, path: path,
+                             message: "the batch would take \(kind) up to \(next), \(next &- floor) past the last "
+                                 + "committed; one commit may allocate at most \(cap)")
+        }
+
         let c = st.updateCounters
         c.bind(1, batch.counters.clock.microseconds)
         c.bind(2, nextSequence)
@@ -154,7 +169,8 @@ extension SceneStore {
         guard sqlite3_changes(db.handle) == 1 else { throw corrupt("the counters row is missing") }
 
         if let logged { try trimIfDue(logged, db, st) }
-        return (logged, nextSequence)
+        return (logged, EngineCounters(clock: batch.counters.clock, nextSequence: nextSequence,
+                                       nextSessionNumber: nextSession, nextTaskNumber: nextTask))
     }
 
     /// Deletes the events older than the capacity allows, once they exceed it by the slack: one
@@ -165,7 +181,9 @@ extension SceneStore {
         let capacity = UInt64(eventLogCapacity)
         guard newest >= oldest, newest - oldest + 1 > capacity + UInt64(Tuning.trimSlack(capacity: eventLogCapacity))
         else { return }
-        let cutoff = newest - capacity + 1
+        // Never a row of this batch: every sequence number a commit hands out stays a row of it
+        // until a later commit, which is what bounds a damaged log's losses (SceneStore+Recovery).
+        let cutoff = min(newest - capacity + 1, logged.lowerBound)
         st.trimEvents.bind(1, cutoff)
         try run(st.trimEvents, db, "trimming the event log")
         pendingTrim = cutoff
@@ -181,7 +199,7 @@ extension SceneStore {
 
     private func configurationRef(_ name: String, _ db: SQLiteConnection, _ st: Statements) throws(StoreError) -> Int64 {
         if let ref = configurationRefs[name] { return ref }
-        let ref = Int64(configurationsByRef.count)
+        let ref = newConfigurationRef()
         st.insertConfiguration.bind(1, ref)
         st.insertConfiguration.bind(2, text: name)
         try run(st.insertConfiguration, db, "writing configuration name \"\(name)\"")

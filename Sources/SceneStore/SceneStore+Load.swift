@@ -2,45 +2,76 @@ import CSQLite
 import SceneCore
 
 extension SceneStore {
-    /// Everything stored, ready for `LifecycleEngine(restoring:)`: apps (sorted by id) with their
-    /// pending discards, sessions (by id) in the condition and state they had, open tasks (by
-    /// token) and the counters. Read in one transaction, so the parts agree.
-    ///
-    /// Counters are raised past anything found (logged events, session ids, task tokens), so a
-    /// sequence number or identifier is never handed out twice.
+    /// `loadChecked().snapshot`.
     public func load() throws(StoreError) -> EngineSnapshot {
-        let (db, _) = try openConnection()
-        try db.execute("BEGIN", "starting to load")
-        defer {
-            try? db.execute("COMMIT", "finishing the load")
-            // The scan filled the page cache with every page; they are not the hot ones.
-            sqlite3_db_release_memory(db.handle)
-        }
-
-        let apps = try loadApps(db)
-        var nextSessionFloor: UInt64 = 1
-        for app in apps {
-            for id in app.pendingDiscards { nextSessionFloor = max(nextSessionFloor, id.rawValue &+ 1) }
-        }
-        let sessions = try loadSessions(db)
-        if let last = sessions.last { nextSessionFloor = max(nextSessionFloor, last.id.rawValue &+ 1) }
-        let tasks = try loadTasks(db)
-
-        let c = try db.prepare("SELECT clock, next_sequence, next_session, next_task FROM counters WHERE id = 1",
-                               persistent: false, "loading the counters")
-        defer { c.finalize() }
-        let rc = c.step()
-        guard rc == SQLITE_ROW else {
-            throw rc == SQLITE_DONE ? corrupt("the counters row is missing") : db.error(rc, "loading the counters")
-        }
-        let nextSequence = max(c.uint64(1), (loggedNewest ?? 0) &+ 1)
-        let nextTask = max(c.uint64(3), (tasks.last?.token.rawValue ?? 0) &+ 1)
-        return EngineSnapshot(apps: apps, sessions: sessions, tasks: tasks, clock: c.timestamp(0),
-                              nextSequence: nextSequence, nextSessionNumber: max(c.uint64(2), nextSessionFloor),
-                              nextTaskNumber: nextTask)
+        try loadChecked().snapshot
     }
 
-    private func loadApps(_ db: SQLiteConnection) throws(StoreError) -> [AppRecord] {
+    /// Everything stored that checks out, ready for `LifecycleEngine(restoring:)`: apps (sorted
+    /// by id) with their pending discards, sessions (by id) in the condition and state they
+    /// had, open tasks (by token) and the counters; read in one transaction, so the parts agree.
+    ///
+    /// Every row is decoded and checked first (types, codes, ranges, JSON, references). One
+    /// that fails is quarantined: left in its table, recorded in the quarantine table, reported
+    /// in `quarantined`, and not loaded. A session or task whose app is quarantined goes with it
+    /// (the engine holds no session without its app), as does a task whose session does.
+    ///
+    /// Counters are raised past anything found, quarantined rows included (logged events,
+    /// session ids, pending discards, task tokens), so a sequence number or identifier is never
+    /// handed out twice.
+    public func loadChecked() throws(StoreError) -> StoredState {
+        let (db, _) = try openConnection()
+        var quarantined = dictionaryQuarantine
+        var loaded: (apps: [AppRecord], sessions: [SceneSession], tasks: [BackgroundTask], counters: EngineCounters)
+        try db.execute("BEGIN", "starting to load")
+        do throws(StoreError) {
+            var floors = Floors()
+            let (apps, quarantinedApps) = try loadApps(db, &quarantined, &floors)
+            let sessions = try loadSessions(db, quarantinedApps: quarantinedApps, &quarantined, &floors)
+            let tasks = try loadTasks(db, sessions: sessions, quarantinedApps: quarantinedApps, &quarantined, &floors)
+            let stored = try readCounters(db)
+            loaded = (apps, sessions, tasks,
+                      EngineCounters(clock: stored.clock,
+                                     nextSequence: max(stored.nextSequence, (loggedNewest ?? 0) &+ 1),
+                                     nextSessionNumber: max(stored.nextSessionNumber, floors.session),
+                                     nextTaskNumber: max(stored.nextTaskNumber, floors.task)))
+            try db.execute("COMMIT", "finishing the load")
+        } catch {
+            try? db.execute("ROLLBACK", "finishing the load")
+            throw error
+        }
+        // The scan filled the page cache with every page; they are not the hot ones.
+        sqlite3_db_release_memory(db.handle)
+
+        var recordingFailure: StoreError?
+        do throws(StoreError) { try record(quarantined, db) } catch { recordingFailure = error }
+        let c = loaded.counters
+        sequenceFloor = max(sequenceFloor, c.nextSequence)
+        sessionFloor = max(sessionFloor, c.nextSessionNumber)
+        taskFloor = max(taskFloor, c.nextTaskNumber)
+        return StoredState(snapshot: EngineSnapshot(apps: loaded.apps, sessions: loaded.sessions, tasks: loaded.tasks,
+                                                    clock: c.clock, nextSequence: c.nextSequence,
+                                                    nextSessionNumber: c.nextSessionNumber, nextTaskNumber: c.nextTaskNumber),
+                           quarantined: quarantined, recordingFailure: recordingFailure)
+    }
+
+    /// The lowest counters above every identifier a row holds.
+    private struct Floors {
+        var session: UInt64 = 1
+        var task: UInt64 = 1
+
+        mutating func session(_ value: Int64) {
+            if RowCheck.isStoredNumber(value) { session = max(session, UInt64(value) + 1) }
+        }
+
+        mutating func task(_ value: Int64) {
+            if RowCheck.isStoredNumber(value) { task = max(task, UInt64(value) + 1) }
+        }
+    }
+
+    /// Apps that check out, and the refs of those that do not (their sessions and tasks go too).
+    private func loadApps(_ db: SQLiteConnection, _ quarantined: inout [QuarantinedRow], _ floors: inout Floors)
+        throws(StoreError) -> ([AppRecord], Set<Int64>) {
         let s = try db.prepare("""
             SELECT ref, process, pending_discards, idle_since, background_entered_at, launched_at, launches,
                    base_footprint
@@ -48,33 +79,62 @@ extension SceneStore {
             """, persistent: false, "loading apps")
         defer { s.finalize() }
         var apps: [AppRecord] = []
+        var rejected: Set<Int64> = []
         while true {
             let rc = s.step()
             if rc == SQLITE_DONE { break }
             guard rc == SQLITE_ROW else { throw db.error(rc, "loading apps") }
             let ref = s.int64(0)
-            let id = try app(ref: ref, "apps row \(ref)")
-            guard let process = StorageCodes.processState(s.int64(1)) else {
-                throw corrupt("app \(id): unknown process state \(s.int64(1))")
+            // Reported already when the dictionaries were read.
+            guard ref > 0, ref < appsByRef.count, let id = appsByRef[Int(ref)] else {
+                rejected.insert(ref)
+                continue
             }
-            let pending: [SessionID]
-            do throws(ByteReader.Malformed) {
-                pending = try RowCoding.pendingDiscards(s.blobBytes(2))
-            } catch {
-                throw corrupt("app \(id): pending discards are malformed")
+            var check = RowCheck(s)
+            let code = check.integer(1, "process")
+            let process = StorageCodes.processState(code)
+            if check.isValid && process == nil { check.fail("process state \(code) is not one") }
+            var pending: [SessionID] = []
+            switch s.type(2) {
+            case SQLITE_NULL:
+                break
+            case SQLITE_BLOB:
+                do throws(ByteReader.Malformed) {
+                    pending = try RowCoding.pendingDiscards(s.blobBytes(2))
+                } catch {
+                    check.fail("pending_discards do not decode")
+                }
+            default:
+                check.fail("pending_discards is \(RowCheck.typeName(s.type(2))), not bytes")
             }
-            apps.append(AppRecord(id: id, process: process, pendingDiscards: pending, idleSince: s.optionalTimestamp(3),
-                                  backgroundEnteredAt: s.optionalTimestamp(4), launchedAt: s.optionalTimestamp(5),
-                                  launches: try uint32(s.int64(6), "app \(id): launches"),
-                                  baseFootprint: s.uint64(7)))
+            for p in pending {
+                floors.session(Int64(bitPattern: p.rawValue))
+                if !RowCheck.isStoredNumber(Int64(bitPattern: p.rawValue)) {
+                    check.fail("pending discard \(p.rawValue) is no session id")
+                }
+            }
+            let idleSince = check.optionalTimestamp(3, "idle_since")
+            let backgroundEnteredAt = check.optionalTimestamp(4, "background_entered_at")
+            let launchedAt = check.optionalTimestamp(5, "launched_at")
+            let launches = check.uint32(6, "launches")
+            let baseFootprint = check.unsigned(7, "base_footprint")
+            if let problem = check.problem {
+                quarantined.append(QuarantinedRow(table: .apps, key: ref, reason: "app \(id): \(problem)"))
+                rejected.insert(ref)
+                continue
+            }
+            apps.append(AppRecord(id: id, process: process!, pendingDiscards: pending, idleSince: idleSince,
+                                  backgroundEnteredAt: backgroundEnteredAt, launchedAt: launchedAt, launches: launches,
+                                  baseFootprint: baseFootprint))
         }
-        return apps
+        return (apps, rejected)
     }
 
     /// The hot path of start-up: a million rows in about a second (release build). App ids and
     /// configuration names come from the in-memory dictionaries by index, so every session shares
-    /// one copy of each; only userInfo and restoration data are decoded per row.
-    private func loadSessions(_ db: SQLiteConnection) throws(StoreError) -> [SceneSession] {
+    /// one copy of each; only userInfo and restoration data are decoded (and checked) per row.
+    private func loadSessions(_ db: SQLiteConnection, quarantinedApps: Set<Int64>, _ quarantined: inout [QuarantinedRow],
+                              _ floors: inout Floors) throws(StoreError) -> [SceneSession] {
         let count = try db.integer("SELECT count(*) FROM sessions", "counting sessions") ?? 0
         let s = try db.prepare("""
             SELECT id, app, role, configuration, user_info, restoration, footprint, condition, scene_state,
@@ -89,44 +149,63 @@ extension SceneStore {
             let rc = s.step()
             if rc == SQLITE_DONE { break }
             guard rc == SQLITE_ROW else { throw db.error(rc, "loading sessions") }
-            let id = SessionID(s.uint64(0))
-            let app = try self.app(ref: s.int64(1), "session \(id)")
-            guard let role = StorageCodes.role(s.int64(2)) else {
-                throw corrupt("session \(id): unknown role \(s.int64(2))")
+            let key = s.int64(0)
+            floors.session(key)
+            var check = RowCheck(s)
+            if !RowCheck.isStoredNumber(key) { check.fail("id \(key) is no session id") }
+            let appRef = check.integer(1, "app")
+            let app = self.app(ref: appRef, quarantinedApps, &check)
+            let roleCode = check.integer(2, "role")
+            let role = StorageCodes.role(roleCode)
+            if check.isValid && role == nil { check.fail("role \(roleCode) is not one") }
+            let configurationRef = check.integer(3, "configuration")
+            var configuration = ""
+            if configurationRef > 0, configurationRef < configurationsByRef.count,
+               let name = configurationsByRef[Int(configurationRef)] {
+                configuration = name
+            } else {
+                check.fail("configuration reference \(configurationRef) names no configuration")
             }
-            let configurationRef = s.int64(3)
-            guard configurationRef > 0, configurationRef < configurationsByRef.count,
-                  let configuration = configurationsByRef[Int(configurationRef)] else {
-                throw corrupt("session \(id): unknown configuration reference \(configurationRef)")
+            let userInfo = check.jsonObject(4, "user_info")
+            let restoration = check.restoration(5, "restoration")
+            let footprint = check.unsigned(6, "footprint")
+            let conditionCode = check.integer(7, "condition")
+            let condition = StorageCodes.storedCondition(conditionCode)
+            if check.isValid && condition == nil { check.fail("condition \(conditionCode) is neither live nor archived") }
+            let stateCode = check.integer(8, "scene_state")
+            let sceneState = StorageCodes.sceneState(stateCode)
+            if check.isValid && sceneState == nil { check.fail("scene state \(stateCode) is not one") }
+            let sceneInstance = check.uint32(9, "scene_instance")
+            let createdAt = check.timestamp(10, "created_at")
+            let lastActiveAt = check.timestamp(11, "last_active_at")
+            let backgroundSince = check.timestamp(12, "background_since")
+            let activations = check.uint32(13, "activations")
+            let restores = check.uint32(14, "restores")
+            let restoreCost = check.uint32(15, "restore_cost_ms")
+            let isProtected = check.flag(16, "protected")
+            switch s.type(17) {
+            case SQLITE_NULL, SQLITE_FLOAT, SQLITE_INTEGER: break
+            default: check.fail("activation_score is \(RowCheck.typeName(s.type(17))), not a number")
             }
-            let userInfo = UserInfo(json: s.text(4))
-            let restoration: RestorationData?
-            switch s.type(5) {
-            case SQLITE_NULL: restoration = nil
-            case SQLITE_TEXT: restoration = .json(s.text(5))
-            case SQLITE_BLOB: restoration = .bytes(Array(s.blobBytes(5)))
-            default: throw corrupt("session \(id): restoration data is neither text nor bytes")
-            }
-            guard let condition = StorageCodes.storedCondition(s.int64(7)) else {
-                throw corrupt("session \(id): invalid condition \(s.int64(7))")
-            }
-            guard let sceneState = StorageCodes.sceneState(s.int64(8)) else {
-                throw corrupt("session \(id): unknown scene state \(s.int64(8))")
+            if let problem = check.problem {
+                quarantined.append(QuarantinedRow(table: .sessions, key: key, reason: problem))
+                continue
             }
             sessions.append(SceneSession(
-                id: id, app: app, role: role, configurationName: configuration, userInfo: userInfo,
-                restoration: restoration, footprint: s.uint64(6), condition: condition, sceneState: sceneState,
-                sceneInstance: try uint32(s.int64(9), "session \(id): scene instance"),
-                createdAt: s.timestamp(10), lastActiveAt: s.timestamp(11), backgroundSince: s.timestamp(12),
-                activations: try uint32(s.int64(13), "session \(id): activations"),
-                restores: try uint32(s.int64(14), "session \(id): restores"),
-                restoreCostMs: try uint32(s.int64(15), "session \(id): restore cost"),
-                isProtected: s.int64(16) != 0, activationScore: s.double(17)))
+                id: SessionID(UInt64(key)), app: app!, role: role!, configurationName: configuration,
+                userInfo: UserInfo(json: userInfo), restoration: restoration, footprint: footprint,
+                condition: condition!, sceneState: sceneState!, sceneInstance: sceneInstance, createdAt: createdAt,
+                lastActiveAt: lastActiveAt, backgroundSince: backgroundSince, activations: activations,
+                restores: restores, restoreCostMs: restoreCost, isProtected: isProtected, activationScore: s.double(17)))
         }
         return sessions
     }
 
-    private func loadTasks(_ db: SQLiteConnection) throws(StoreError) -> [BackgroundTask] {
+    /// `sessions`: the loaded ones, sorted by id. A task must name a loaded session of its own
+    /// app, or none.
+    private func loadTasks(_ db: SQLiteConnection, sessions: [SceneSession], quarantinedApps: Set<Int64>,
+                           _ quarantined: inout [QuarantinedRow], _ floors: inout Floors)
+        throws(StoreError) -> [BackgroundTask] {
         let s = try db.prepare("""
             SELECT token, app, session, name, began_at, expiration_sent_at FROM tasks ORDER BY token
             """, persistent: false, "loading tasks")
@@ -136,25 +215,56 @@ extension SceneStore {
             let rc = s.step()
             if rc == SQLITE_DONE { break }
             guard rc == SQLITE_ROW else { throw db.error(rc, "loading tasks") }
-            let token = TaskToken(s.uint64(0))
-            tasks.append(BackgroundTask(token: token, app: try app(ref: s.int64(1), "task \(token)"),
-                                        session: s.isNull(2) ? nil : SessionID(s.uint64(2)), name: s.text(3),
-                                        beganAt: s.timestamp(4), expirationSentAt: s.optionalTimestamp(5)))
+            let key = s.int64(0)
+            floors.task(key)
+            var check = RowCheck(s)
+            if !RowCheck.isStoredNumber(key) { check.fail("token \(key) is no task token") }
+            let appRef = check.integer(1, "app")
+            let app = self.app(ref: appRef, quarantinedApps, &check)
+            var session: SessionID?
+            if let n = check.optionalInteger(2, "session") {
+                floors.session(n)
+                if !RowCheck.isStoredNumber(n) {
+                    check.fail("session \(n) is no session id")
+                } else if let owner = Self.loadedSession(SessionID(UInt64(n)), in: sessions) {
+                    if let app, owner.app != app { check.fail("its session s\(n) belongs to another app, \(owner.app)") }
+                    session = owner.id
+                } else {
+                    check.fail("its session s\(n) is not loaded (quarantined, or not stored)")
+                }
+            }
+            let name = check.text(3, "name")
+            let beganAt = check.timestamp(4, "began_at")
+            let expirationSentAt = check.optionalTimestamp(5, "expiration_sent_at")
+            if let problem = check.problem {
+                quarantined.append(QuarantinedRow(table: .tasks, key: key, reason: problem))
+                continue
+            }
+            tasks.append(BackgroundTask(token: TaskToken(UInt64(key)), app: app!, session: session, name: name,
+                                        beganAt: beganAt, expirationSentAt: expirationSentAt))
         }
         return tasks
     }
 
-    // MARK: - Row checks: a value out of range is damage, reported, never trapped on.
-
-    func app(ref: Int64, _ owner: @autoclosure () -> String) throws(StoreError) -> AppID {
-        guard ref > 0, ref < appsByRef.count, let app = appsByRef[Int(ref)] else {
-            throw corrupt("\(owner()): unknown app reference \(ref)")
+    private static func loadedSession(_ id: SessionID, in sessions: [SceneSession]) -> SceneSession? {
+        var low = 0, high = sessions.count
+        while low < high {
+            let mid = (low + high) / 2
+            if sessions[mid].id < id { low = mid + 1 } else { high = mid }
         }
-        return app
+        return low < sessions.count && sessions[low].id == id ? sessions[low] : nil
     }
 
-    func uint32(_ value: Int64, _ what: @autoclosure () -> String) throws(StoreError) -> UInt32 {
-        guard let v = UInt32(exactly: value) else { throw corrupt("\(what()) \(value) is out of range") }
-        return v
+    // MARK: - Row checks: a value out of range is damage, reported, never trapped on.
+
+    /// The app a session or task row names, if it is stored and not quarantined.
+    private func app(ref: Int64, _ quarantinedApps: Set<Int64>, _ check: inout RowCheck) -> AppID? {
+        guard check.isValid else { return nil }
+        guard ref > 0, ref < appsByRef.count, let app = appsByRef[Int(ref)] else {
+            check.fail("app reference \(ref) names no app")
+            return nil
+        }
+        if quarantinedApps.contains(ref) { check.fail("its app \(app) (apps row \(ref)) is quarantined") }
+        return app
     }
 }

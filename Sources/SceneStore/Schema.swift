@@ -10,7 +10,7 @@ enum Schema {
 
     static var currentVersion: Int { migrations.count }
 
-    static let migrations: [String] = [version1, version2]
+    static let migrations: [String] = [version1, version2, version3]
 
     /// Version 1, the first layout: apps keyed by their text identifier, and every session, task
     /// and event repeating its app's identifier and (sessions) its configuration name as text.
@@ -178,6 +178,22 @@ enum Schema {
 
         DROP TABLE apps;
         ALTER TABLE apps_v2 RENAME TO apps;
+        """
+
+    /// Version 3: the quarantine, a record of stored rows found damaged at load (or when the
+    /// event log is read). The rows themselves stay where they are and are not served; this
+    /// says which (table and key), why, since when, and keeps a copy of the row's values
+    /// (SQL literals, as quote() writes them), because an app's row is written over once a
+    /// client uses that app again.
+    static let version3 = """
+        CREATE TABLE quarantine (
+            table_name TEXT NOT NULL,
+            row_key INTEGER NOT NULL,
+            reason TEXT NOT NULL,
+            detected_at INTEGER NOT NULL,
+            evidence TEXT NOT NULL,
+            PRIMARY KEY (table_name, row_key)
+        );
         """
 }
 

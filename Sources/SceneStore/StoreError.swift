@@ -6,8 +6,13 @@ import Glibc
 /// malformed (SQLITE_CORRUPT)".
 public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Kind: Sendable, Equatable {
-        /// The file is damaged: bad header, malformed page, or a row that does not decode.
+        /// The file is damaged: bad header, malformed page, or a row the store cannot do without
+        /// (the counters) that does not decode.
         case corrupt
+        /// The write-ahead log holds committed transactions beyond a damaged frame, which SQLite
+        /// would drop without a word. Nothing was opened or rewritten; copies of the database,
+        /// the log and the wal-index are in `evidence`. Opening with `recover: true` proceeds.
+        case damagedLog(evidence: String)
         /// The file is not an SQLite database, or is one that is not scened's.
         case notADatabase
         /// Written by a newer scened; this one will not guess at it.

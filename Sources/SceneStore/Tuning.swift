@@ -15,4 +15,20 @@ enum Tuning {
     /// The event log is trimmed once it holds this fraction of its capacity too many, so a trim
     /// deletes a long run of rows at once instead of a few rows per commit.
     static func trimSlack(capacity: Int) -> Int { max(capacity / 8, 64) }
+
+    /// The most session ids or sequence numbers one commit may allocate, and the most task
+    /// tokens; a batch that goes further is refused. No real batch comes near either (the
+    /// first would hold billions of events, the second 65,536 new background tasks). The task
+    /// cap is what bounds the tokens a damaged log's lost transactions can have handed out: a
+    /// token, unlike a sequence number or a session id, may leave no row (begun and ended in
+    /// one batch). See SceneStore+Recovery.
+    static let maxAllocationsPerCommit: UInt64 = 1 << 32
+    static let maxTaskTokensPerCommit: UInt64 = 1 << 16
+    /// The fewest bytes a row takes in a table page: a cell is never under 4 bytes, plus its
+    /// 2-byte pointer. Lost bytes / this bounds the rows lost frames can hold.
+    static let minimumRowBytes: UInt64 = 6
+    /// Identifiers and sequence numbers are allocated from 1 upwards and can never come near
+    /// this; a stored one at or beyond it is damage. Well below 2^63, so that SQLite (whose
+    /// integers are signed) keeps every counter positive, even raised by a recovery.
+    static let storedNumberLimit: UInt64 = 1 << 62
 }

@@ -4,6 +4,31 @@ import Testing
 
 /// The value score of `ours`: usage sessions, recent activations, restore cost, bytes.
 @Suite struct ScoringTests {
+    /// Session numbers far apart (the store raises its counters past a damaged log's losses or
+    /// a damaged row's id) cost no more memory than near ones, and are counted the same.
+    @Test func usageOfFarSessionNumbersIsKeptWithoutFillingTheGap() {
+        var table = UsageTable()
+        let near = SessionID(3), far = SessionID(1 << 40), farther = SessionID((1 << 40) + 5)
+        let t = Timestamp(microseconds: 1_000_000_000)
+        let gap = TimeSpan.seconds(60)
+        table.noteActivation(near, now: t, gap: gap)
+        table.noteActivation(far, now: t, gap: gap)
+        table.noteActivation(far, now: t + .seconds(120), gap: gap)
+        table.noteActivation(farther, now: t, gap: gap)
+        #expect(table.sessions(near) == 1 && table.sessions(far) == 2 && table.sessions(farther) == 1)
+        #expect(table.sessions(SessionID((1 << 40) + 1)) == nil)
+        table.remove(far)
+        #expect(table.sessions(far) == nil && table.sessions(farther) == 1)
+        // Once the array reaches a number kept aside, its count moves in with it.
+        table.noteActivation(SessionID(100), now: t, gap: gap)
+        let edge = SessionID(101 + UInt64(UsageTable.maxGrowth))
+        table.noteActivation(edge, now: t, gap: gap)                            // aside
+        table.noteActivation(SessionID(edge.rawValue - 10), now: t, gap: gap)   // in the array
+        table.noteActivation(SessionID(edge.rawValue + 1), now: t, gap: gap)    // the array reaches edge
+        table.noteActivation(edge, now: t + .seconds(120), gap: gap)
+        #expect(table.sessions(edge) == 2 && table.sessions(SessionID(edge.rawValue - 10)) == 1)
+    }
+
     @Test func activationsCloseTogetherAreOneUsageSession() throws {
         var w = World()
         try w.open("fg", 10 * MB, active: true)

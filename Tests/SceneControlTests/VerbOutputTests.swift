@@ -43,6 +43,22 @@ import Varlink
         #expect(ctl(["status"], replies: ["GetStatus": [.success(["status": .object(status)])]]).out.contains("Config: built-in defaults\n"))
     }
 
+    @Test func statusShowsQuarantinedRowsOnlyWhenThereAreSome() {
+        var status = Fixtures.status.object("status")!
+        status["quarantined"] = 2
+        let shown = ctl(["status"], replies: ["GetStatus": [.success(["status": .object(status)])]]).out
+        #expect(shown.contains("""
+                     Tasks: 1 background
+               Quarantined: 2 stored rows (damaged on disk; journalctl -u scened MESSAGE_ID=11e83c9298ac403eae2cbba03cc7edd1)
+                  Next seq: 1042
+            """), "\(shown)")
+        status["quarantined"] = 1
+        #expect(ctl(["status"], replies: ["GetStatus": [.success(["status": .object(status)])]]).out
+            .contains("Quarantined: 1 stored row (damaged on disk;"))
+        status["quarantined"] = 0
+        #expect(!ctl(["status"], replies: ["GetStatus": [.success(["status": .object(status)])]]).out.contains("Quarantined"))
+    }
+
     @Test func listTable() {
         let sessions: JSONObject = ["sessions": [
             .object(Fixtures.session("s1")),

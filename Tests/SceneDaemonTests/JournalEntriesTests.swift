@@ -296,7 +296,7 @@ struct JournalEntriesTests {
             MessageID.appSuspendedResumed, MessageID.appTerminated, MessageID.memoryWarning, MessageID.taskExpiring,
             MessageID.reclaimAction, MessageID.pressureChanged, MessageID.pressureUnrelievable, MessageID.daemonReady,
             MessageID.daemonStopped, MessageID.configurationReload, MessageID.storageFailure, MessageID.clientLimit,
-            MessageID.permissionDenied,
+            MessageID.permissionDenied, MessageID.rowQuarantined, MessageID.logDamaged, MessageID.logRecovered,
         ]
         #expect(declared.map(\.value) == listed, "update the list here when MessageID gains a value")
         for (name, id) in declared {
@@ -310,6 +310,9 @@ struct JournalEntriesTests {
         for (name, id) in declared { #expect(catalogIDs.contains(id), "MessageID.\(name) (\(id)) has no catalog entry") }
         #expect(Set(catalogIDs) == Set(listed), "catalog entries without a MessageID: \(Set(catalogIDs).subtracting(listed))")
         #expect(catalogIDs.count == Set(catalogIDs).count)
+        // scenectl status points at the quarantine entries by their id.
+        let status = try readExistingTextFile(repositoryRoot + "/Sources/SceneControl/Verbs+Status.swift")
+        #expect(status.contains("\"\(MessageID.rowQuarantined)\""), "scenectl status names another MESSAGE_ID")
     }
 
     @Test("every field name is one journald keeps, and ours")

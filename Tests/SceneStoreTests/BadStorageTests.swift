@@ -30,7 +30,7 @@ import SceneCore
     func session(_ n: UInt64) -> SceneSession {
         SceneSession(id: SessionID(n), app: mail, role: .windowApplication, configurationName: "Default Configuration",
                      userInfo: UserInfo(json: #"{"n":\#(n),"pad":"\#(String(repeating: "x", count: 100))"}"#),
-                     restoration: .json("[\(n)]"), footprint: n, condition: .live, sceneState: .background,
+                     restoration: .json("{\"n\":\(n)}"), footprint: n, condition: .live, sceneState: .background,
                      sceneInstance: 1, createdAt: at(1), lastActiveAt: at(1), backgroundSince: at(1), activations: 0,
                      restores: 0, restoreCostMs: 0, isProtected: false)
     }
@@ -163,21 +163,34 @@ import SceneCore
         }
     }
 
-    @Test func garbledRowIsReportedNotTrappedOn() throws {
+    /// Valid SQLite, impossible for scened: the row is quarantined (left in place, recorded,
+    /// not loaded), the rest loads, and nothing is handed out twice.
+    @Test func garbledRowIsQuarantinedNotTrappedOn() throws {
         try withTemporaryDirectory { dir in
             let path = dir.file("scened.db")
             try makeDatabase(path)
-            // Valid SQLite, impossible for scened: an unknown scene state and a broken detail.
             try withConnection(path) { db in
                 try db.execute("UPDATE sessions SET scene_state = 9 WHERE id = 4; UPDATE events SET extra = X'0207' WHERE seq = 2",
                                "test")
             }
             let store = try SceneStore(path: path, durability: .full)
-            let loadError = try #require(throws: StoreError.self) { try store.load() }
-            #expect(loadError.kind == .corrupt)
-            #expect(loadError.description == "\(path): database content is damaged: session s4: unknown scene state 9")
-            let logError = try #require(throws: StoreError.self) { try store.events(after: 0, limit: 10) }
-            #expect(logError.description == "\(path): database content is damaged: event #2: detail or cause is malformed")
+            let stored = try store.loadChecked()
+            #expect(stored.quarantined == [QuarantinedRow(table: .sessions, key: 4, reason: "scene state 9 is not one")])
+            #expect(stored.snapshot.sessions.map(\.id.rawValue) == [1, 2, 3, 5, 6, 7, 8, 9, 10])
+            #expect(stored.snapshot.nextSessionNumber == 11)
+            #expect(try store.quarantineRecords() == stored.quarantined)
+            // The event log skips the damaged event and goes on past it.
+            #expect(try store.events(after: 0, limit: 3).map(\.seq) == [1, 3, 4])
+            #expect(store.quarantinedEvents == [QuarantinedRow(table: .events, key: 2, reason: "detail or cause is malformed")])
+            // Recorded with the next commit, before anything else is written.
+            try store.commit(StoreBatch(apps: [AppRecord(id: mail)]))
+            #expect(try store.quarantineRecords().map(\.name) == ["event #2", "session s4"])
+            store.close()
+            // Kept: the rows are still where they were.
+            try withConnection(path) { (db: SQLiteConnection) throws in
+                #expect(try db.integer("SELECT scene_state FROM sessions WHERE id = 4", "test") == 9)
+                #expect(try db.integer("SELECT count(*) FROM events WHERE seq = 2", "test") == 1)
+            }
         }
     }
 

@@ -53,6 +53,22 @@ import SceneCore
         }
     }
 
+    /// A trim never removes rows of the batch that logs them: each sequence number a commit
+    /// hands out is a row when it ends (what bounds what a damaged log can have lost).
+    @Test func aBatchLargerThanTheLogKeepsItsOwnRowsUntilTheNextCommit() throws {
+        try withTemporaryDirectory { dir in
+            let store = try SceneStore(path: dir.file("scened.db"), durability: .normal, eventLogCapacity: 100)
+            try store.commit(StoreBatch(apps: [AppRecord(id: mail)], events: events(1...50)))
+            try store.commit(StoreBatch(events: events(51...400)))
+            #expect(try rowCount(store) == 350, "the batch's rows are all there; only older ones went")
+            #expect(store.oldestLoggedSequence == 301)
+            #expect(try store.events(after: 0, limit: 1000) == events(301...400))
+            try store.commit(StoreBatch(events: events(401...401)))
+            #expect(try rowCount(store) == 100)
+            #expect(try store.events(after: 0, limit: 1000) == events(302...401))
+        }
+    }
+
     @Test func eventsAfterPagesThroughTheLog() throws {
         try withTemporaryDirectory { dir in
             let store = try SceneStore(path: dir.file("scened.db"), durability: .normal)

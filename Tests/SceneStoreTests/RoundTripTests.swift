@@ -74,7 +74,7 @@ import SceneCore
             .none,
             .connect(restoration: nil, reconnect: false),
             .connect(restoration: .json(#"{"k":[1,2,{"x":"ü"}]}"#), reconnect: true),
-            .connect(restoration: .json(""), reconnect: true),
+            .connect(restoration: .json(" { } "), reconnect: true),
             .connect(restoration: .bytes([]), reconnect: true),
             .connect(restoration: .bytes(Array(0...255)), reconnect: false),
             .discarded([]),

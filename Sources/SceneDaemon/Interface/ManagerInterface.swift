@@ -188,6 +188,8 @@ type Status (
   # The sequence number the next event will get.
   nextSeq: int,
   connections: int,
+  # Stored rows found damaged (at start-up, or event-log rows as read): kept, never served.
+  quarantined: int,
   # normal, warning or critical.
   pressure: string,
   # Resident bytes by the daemon's accounting, against the memory budget.
@@ -326,6 +328,7 @@ method Reload() -> (configFiles: []string)
 # session id was never given out; a discarded session's history can still be followed).
 method Monitor(app: ?string, session: ?string, since: ?int) -> (event: Event)
 
+# Also for a session whose stored record is damaged (quarantined): the message says so.
 error NoSuchSession (session: string, message: string)
 error SessionDiscarded (session: string, message: string)
 error NoSuchApp (app: string, message: string)

@@ -6,7 +6,7 @@ import Varlink
 extension ManagerVarlink {
     func getSession(_ c: MethodCall) throws(VarlinkError) {
         let id = try c.p.session()
-        guard let s = manager.engine.sessions[id] else { throw Self.error(for: lookupFailure(id)) }
+        guard let s = manager.engine.sessions[id] else { throw commandError(lookupFailure(id)) }
         let visible = policy.maySeePrivateData(c.caller, app: s.app)
         reply(c) { w in
             if let s = self.manager.engine.sessions[id] {

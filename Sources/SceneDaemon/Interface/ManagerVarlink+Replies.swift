@@ -7,7 +7,7 @@ extension ManagerVarlink {
         do {
             return try manager.execute(command)
         } catch {
-            throw Self.error(for: error)
+            throw commandError(error)
         }
     }
 

@@ -33,6 +33,7 @@ extension ManagerVarlink {
         w.field("backgroundTasks", UInt64(tasks))
         w.field("nextSeq", engine.nextSequence)
         w.field("connections", UInt64(server.connectionCount))
+        w.field("quarantined", UInt64(manager.quarantine.count))
         if let daemon {
             w.field("pressure", daemon.reclaim.level.name)
             w.field("usage", daemon.reclaim.usage)

@@ -36,6 +36,24 @@ struct DatabaseInspector {
         _ = try runScript(["set-user-version", path, String(version)])
     }
 
+    /// Runs SQL statements with the schema's CHECKs off, as damage on disk would bypass them.
+    func damage(_ path: String, _ sql: String) throws {
+        _ = try runScript(["exec", path, sql])
+    }
+
+    /// The rows of a query, each as its values' text.
+    func query(_ path: String, _ sql: String) throws -> [[String]] {
+        let out = try runScript(["query", path, sql])
+        return (out["rows"]?.arrayValue ?? []).map { ($0.arrayValue ?? []).map { $0.stringValue ?? "\($0)" } }
+    }
+
+    /// PRAGMA wal_checkpoint(PASSIVE) on a database a daemon has open (SQLite's own locks
+    /// allow it): the daemon's next write then starts the log over from its first frame.
+    func checkpoint(_ path: String) throws -> [Int64] {
+        let out = try runScript(["checkpoint", path])
+        return out["checkpoint"]?.arrayValue?.compactMap(\.intValue) ?? []
+    }
+
     /// The page size and the page numbers of the sessions table's leaves (dbstat).
     func sessionLeafPages(_ path: String) throws -> (pageSize: Int, pages: [Int]) {
         let out = try runScript(["session-pages", path])
@@ -66,6 +84,13 @@ def main():
     out = {}
     if cmd == 'integrity':
         out['integrity'] = [r[0] for r in db.execute('PRAGMA integrity_check')]
+    elif cmd == 'exec':
+        db.execute('PRAGMA ignore_check_constraints = ON')
+        db.executescript(sys.argv[3])
+    elif cmd == 'query':
+        out['rows'] = [[None if v is None else str(blob(v)) for v in r] for r in db.execute(sys.argv[3])]
+    elif cmd == 'checkpoint':
+        out['checkpoint'] = list(db.execute('PRAGMA wal_checkpoint(PASSIVE)').fetchone())
     elif cmd == 'set-user-version':
         db.execute('PRAGMA user_version = %d' % int(sys.argv[3]))
     elif cmd == 'session-pages':

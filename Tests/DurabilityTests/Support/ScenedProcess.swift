@@ -59,7 +59,7 @@ final class DaemonWorkspace {
     /// front of the command (nsenter ...). Does not wait for anything.
     func spawn(wrapper: [String] = [], stateDirectory: StateDirectoryOption = .workspace,
                environment: [String: String?] = [:],
-               withNotify: Bool = true, socketPath: String? = nil) throws -> Scened {
+               withNotify: Bool = true, socketPath: String? = nil, extraArguments: [String] = []) throws -> Scened {
         try Binaries.require(Binaries.scened)
         let label = nextLabel()
         let socket = socketPath ?? self.socketPath
@@ -69,6 +69,7 @@ final class DaemonWorkspace {
         case .path(let dir): arguments += ["--state-dir", dir]
         case .omitted: break
         }
+        arguments += extraArguments
         let (child, notify) = try ScenedLaunch.spawn(arguments, notifyPath: withNotify ? directory.file("\(label).notify") : nil,
                                                      environment: environment, directory: path, label: label)
         return Scened(child: child, notify: notify, socketPath: socket, label: label)
@@ -76,9 +77,10 @@ final class DaemonWorkspace {
 
     /// Starts scened and waits until it is ready (READY=1).
     func start(wrapper: [String] = [], stateDirectory: StateDirectoryOption = .workspace,
-               environment: [String: String?] = [:])
+               environment: [String: String?] = [:], extraArguments: [String] = [])
         throws -> Scened {
-        let daemon = try spawn(wrapper: wrapper, stateDirectory: stateDirectory, environment: environment)
+        let daemon = try spawn(wrapper: wrapper, stateDirectory: stateDirectory, environment: environment,
+                               extraArguments: extraArguments)
         try daemon.waitReady()
         return daemon
     }
