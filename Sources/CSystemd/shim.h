@@ -12,3 +12,5 @@ static inline const char *csd_errno_name(int errnum) {
         return strerrorname_np(errnum);
 }
 #include <sys/vfs.h>
+/* mallopt(3), for a daemon whose large, short-lived buffers should go back to the system. */
+#include <malloc.h>

@@ -51,6 +51,16 @@ public struct AppRecord: Sendable, Equatable {
     }
 
     /// R18.
+    /// The app as it is stored, without the collections derived from its sessions and tasks:
+    /// a batch in flight must not share the engine's sets, or every Connect while it commits
+    /// would copy the app's whole set of sessions.
+    public var storedFields: AppRecord {
+        var copy = self
+        copy.sessions = []
+        copy.tasks = []
+        return copy
+    }
+
     public var applicationState: ApplicationState {
         if activeScenes > 0 { return .active }
         if inactiveScenes > 0 { return .inactive }

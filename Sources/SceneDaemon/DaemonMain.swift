@@ -13,6 +13,7 @@ public enum DaemonMain {
         EventLoop.blockSignals([SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2])
         signal(SIGPIPE, SIG_IGN)
         raiseDescriptorLimit()
+        ProcessMemory.returnLargeBuffers()
 
         let options: DaemonOptions
         do {

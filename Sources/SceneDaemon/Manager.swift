@@ -153,7 +153,7 @@ final class Manager {
         batch.sessions.reserveCapacity(pending.sessions.count)
         for id in pending.sessions { if let s = engine.sessions[id] { batch.sessions.append(s) } }
         batch.removedSessions = Array(pending.removedSessions)
-        for id in pending.apps { if let a = engine.apps[id] { batch.apps.append(a) } }
+        for id in pending.apps { if let a = engine.apps[id] { batch.apps.append(a.storedFields) } }
         for token in pending.tasks { if let t = engine.tasks[token] { batch.tasks.append(t) } }
         batch.removedTasks = Array(pending.removedTasks)
         batch.events = pending.events

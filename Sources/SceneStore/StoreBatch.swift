@@ -53,7 +53,7 @@ public struct StoreBatch: Sendable {
         }
         // A record named and then removed has no current value: it is only removed.
         self.init(sessions: sessionIDs.compactMap { engine.sessions[$0] }, removedSessions: removedSessions,
-                  apps: appIDs.compactMap { engine.apps[$0] }, tasks: tokens.compactMap { engine.tasks[$0] },
+                  apps: appIDs.compactMap { engine.apps[$0]?.storedFields }, tasks: tokens.compactMap { engine.tasks[$0] },
                   removedTasks: removedTasks, events: events, counters: EngineCounters(engine))
     }
 

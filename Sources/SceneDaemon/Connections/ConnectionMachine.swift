@@ -108,11 +108,13 @@ struct ConnectionMachine: Sendable {
     }
 
     struct Budget: Equatable, Sendable {
-        /// Calls one connection may have handled in one loop pass.
-        var callsPerPass = 8
-        /// Calls one connection may add to one batch while others are also being served, so
-        /// that a flooder cannot make a well-behaved client's commit wait behind its own.
-        var callsPerBatch = 8
+        /// Calls one connection may have handled in one loop pass while it competes with an
+        /// interactive client (see `contended`), and otherwise.
+        var callsPerPass = 4
+        var callsPerPassAlone = 64
+        /// Calls one connection may add to one batch while it competes with an interactive
+        /// client, so that a flooder cannot make that client's commit wait behind its own.
+        var callsPerBatch = 4
         /// Replies (held + unsent) at which no more calls are taken: the client must read.
         var maxOwedReplies = 256
         /// Owed bytes (held + unsent) at which no more calls are taken, and at which streams
@@ -144,8 +146,13 @@ struct ConnectionMachine: Sendable {
     private var maybeReadable = false
     private(set) var callsThisPass = 0
     private(set) var callsThisBatch = 0
-    /// Others compete for the batch: the per-batch budget applies.
+    /// An interactive client (few calls in flight: it waits for each reply) was served beside
+    /// this one in this batch or the last: the small budgets apply. Among bulk clients alone,
+    /// big passes and big batches give the throughput group commit exists for.
     var contended = false
+
+    /// Replies owed (held or unsent): how many calls the client has in flight, about.
+    var owedReplies: Int { heldReplies + outputReplies }
     /// When the last byte arrived (for the idle timeout of an unfinished message).
     private(set) var lastInputAt: UInt64
     private(set) var lingerUntil: UInt64 = .max
@@ -173,7 +180,8 @@ struct ConnectionMachine: Sendable {
     }
 
     private var withinBudget: Bool {
-        callsThisPass < budget.callsPerPass && (!contended || callsThisBatch < budget.callsPerBatch)
+        contended ? callsThisPass < budget.callsPerPass && callsThisBatch < budget.callsPerBatch
+            : callsThisPass < budget.callsPerPassAlone
     }
 
     /// Calls may be taken from the input now.

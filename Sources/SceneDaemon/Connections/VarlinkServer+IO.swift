@@ -35,6 +35,7 @@ extension VarlinkServer {
             case .call(let call):
                 handleCall?(call, conn)
                 callsHandled &+= 1
+                if !call.oneway && conn.machine.owedReplies <= Self.interactiveWindow { interactiveInBatch = true }
                 if !conn.inBatch {
                     conn.inBatch = true
                     batchMembers.append(conn)

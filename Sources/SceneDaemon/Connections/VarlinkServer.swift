@@ -38,6 +38,13 @@ final class VarlinkServer {
     /// Connections that handled calls in the batch being gathered, and how many did in the last.
     var batchMembers: [ClientConnection] = []
     private var lastBatchMembers = 0
+    /// A client with few calls in flight handled a call in this batch, or the last.
+    var interactiveInBatch = false
+    private var interactiveInLastBatch = false
+    /// At most this many replies owed makes a client interactive (it waits for them).
+    static let interactiveWindow = 16
+    /// Inside `enforceGlobalLimits` (which steps connections, and so comes back here).
+    private var enforcing = false
     /// With output to write at the next flush.
     private var dirty: [ClientConnection] = []
     /// With replies held for a commit.
@@ -214,7 +221,8 @@ final class VarlinkServer {
         ready.removeAll(keepingCapacity: true)
         // Contended: more than one client in this batch or the last one. A client waiting for
         // its reply is not in the batch being gathered, but still competes.
-        let contended = max(batchMembers.count, lastBatchMembers) > 1 || turn.count > 1
+        let contended = (interactiveInBatch || interactiveInLastBatch)
+            && (max(batchMembers.count, lastBatchMembers) > 1 || turn.count > 1)
         for conn in turn {
             conn.queued = false
             guard !conn.isClosed else { continue }
@@ -235,6 +243,8 @@ final class VarlinkServer {
     /// A new batch began gathering: the connections of the last one may go on.
     func batchBegan() {
         lastBatchMembers = batchMembers.count
+        interactiveInLastBatch = interactiveInBatch
+        interactiveInBatch = false
         guard !batchMembers.isEmpty else { return }
         let members = batchMembers
         batchMembers.removeAll(keepingCapacity: true)
@@ -290,6 +300,14 @@ final class VarlinkServer {
         if m.outputBytes > limits.maxOutputPerConnection {
             step(conn, .limitExceeded("MaxOutputPerConnection", cutOutput: true, now: now()))
             return
+        }
+        // At once, not at the end of the pass: the totals never run past a limit by more than
+        // one read or one message.
+        if (partialTotal > limits.maxBufferedInput || unsentTotal > limits.maxBufferedOutput) && !enforcing {
+            enforcing = true
+            enforceGlobalLimits()
+            enforcing = false
+            if conn.isClosed { return }
         }
         let interest = m.interest
         if interest != conn.appliedInterest {
