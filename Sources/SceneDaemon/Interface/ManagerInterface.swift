@@ -312,6 +312,57 @@ method GetStatus() -> (status: Status)
 # The pressure level, its sources, usage against the budget, and the current and last episode.
 method GetPressure() -> (pressure: Pressure)
 
+# One candidate victim of reclaim, best first, with the parts of its score.
+type ReclaimCandidate (
+  rank: int,
+  # The scene's session; null for a suspended app's process (terminated at critical).
+  session: ?string,
+  app: string,
+  # 1: aged background scenes and suspended processes; 2: young scenes (critical only).
+  tier: int,
+  # What keeping it is worth per byte, lowest first: (uses + 1) * (1 + restoreCostMs /
+  # meanRestoreCostMs) / bytes.
+  score: float,
+  # How often it is used: usage sessions, recent activations counted in.
+  uses: float,
+  restoreCostMs: float,
+  meanRestoreCostMs: float,
+  # What reclaiming it frees.
+  bytes: int,
+  lastActiveAt: int,
+  # Microseconds in the background.
+  backgroundFor: int,
+  reason: string
+)
+
+# One step of a reclaim plan: what, on which session or apps, and the usage after it.
+type ReclaimPlanStep (action: string, session: ?string, apps: ?[]string, usageAfter: int, reason: string, score: ?float)
+
+# The controller's next plan, without acting.
+type ReclaimPlan (
+  # The level the plan is made for: the current one, or warning while there is no pressure.
+  level: string,
+  currentLevel: string,
+  usage: int,
+  budget: int,
+  lowWatermark: int,
+  candidates: []ReclaimCandidate,
+  # Candidates beyond the limit asked for.
+  moreCandidates: int,
+  # Young scenes held back at warning; background scenes never reclaimed (protected).
+  withheld: int,
+  protected: int,
+  steps: []ReclaimPlanStep,
+  # The usage the plan would leave.
+  usageAfter: int,
+  # Only foreground and protected scenes would be left.
+  unrelievable: bool
+)
+
+# The reclaim controller's ranking of victims and the plan it would carry out now, at the
+# current level or at a given one (warning while there is no pressure), without acting.
+method GetReclaimPlan(level: ?string, limit: ?int) -> (plan: ReclaimPlan)
+
 # Forces a pressure level (warning or critical; normal forces nothing), for duration
 # microseconds or until cleared. Reclaim acts on the highest level of all sources.
 method SetPressure(level: string, duration: ?int) -> (pressure: Pressure)

@@ -54,6 +54,7 @@ enum ManagerMethods {
         ManagerMethod(name: "GetApp", access: .anyone, handler: ManagerVarlink.getApp),
         ManagerMethod(name: "GetStatus", access: .anyone, handler: ManagerVarlink.getStatus),
         ManagerMethod(name: "GetPressure", access: .anyone, handler: ManagerVarlink.getPressure),
+        ManagerMethod(name: "GetReclaimPlan", access: .anyone, handler: ManagerVarlink.getReclaimPlan),
         ManagerMethod(name: "Monitor", access: .anyone, handler: ManagerVarlink.monitor),
         // The daemon as a whole: administrators.
         ManagerMethod(name: "SetPressure", access: .administrator, handler: ManagerVarlink.setPressure),

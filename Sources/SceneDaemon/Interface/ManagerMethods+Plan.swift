@@ -1,0 +1,81 @@
+import SceneCore
+import Varlink
+
+/// GetReclaimPlan: "why this victim?" — the controller's ranking and next plan, without acting.
+extension ManagerVarlink {
+    func getReclaimPlan(_ c: MethodCall) throws(VarlinkError) {
+        guard let daemon else { throw .methodNotImplemented(c.call.method) }
+        let level = try c.p.enumValue("level", PressureLevel.init(name:)) ?? daemon.reclaim.level
+        let limit = Int(min(try c.p.count("limit") ?? 20, 10_000))
+        let reclaim = daemon.reclaim
+        let preview = reclaim.policy.preview(engine: manager.engine, level: level, usage: manager.engine.residentBytes,
+                                             now: manager.clock.now(), limit: limit)
+        reply(c) { w in
+            w.key("plan")
+            w.beginObject()
+            w.field("level", preview.level.name)
+            w.field("currentLevel", reclaim.level.name)
+            w.field("usage", preview.usage)
+            w.field("budget", reclaim.budget)
+            w.field("lowWatermark", UInt64(Double(reclaim.budget) * reclaim.watermarks.low))
+            w.key("candidates")
+            w.beginArray()
+            for candidate in preview.candidates { w.reclaimCandidate(candidate) }
+            w.endArray()
+            w.field("moreCandidates", UInt64(preview.moreCandidates))
+            w.field("withheld", UInt64(preview.withheld))
+            w.field("protected", UInt64(preview.protected))
+            w.key("steps")
+            w.beginArray()
+            for step in preview.plan.steps { w.reclaimStep(step) }
+            w.endArray()
+            w.field("usageAfter", preview.usageAfter)
+            w.field("unrelievable", preview.plan.unrelievable)
+            w.endObject()
+        }
+    }
+}
+
+extension JSONWriter {
+    mutating func reclaimCandidate(_ c: ReclaimPreview.Candidate) {
+        beginObject()
+        field("rank", UInt64(c.rank))
+        if let s = c.session { field("session", s) }
+        field("app", c.app)
+        field("tier", UInt64(c.tier))
+        key("score"); double(c.score)
+        key("uses"); double(c.uses)
+        key("restoreCostMs"); double(c.restoreCostMs)
+        key("meanRestoreCostMs"); double(c.meanRestoreCostMs)
+        field("bytes", c.bytes)
+        field("lastActiveAt", c.lastActiveAt)
+        field("backgroundFor", Int64(c.backgroundFor.microseconds))
+        field("reason", c.reason)
+        endObject()
+    }
+
+    mutating func reclaimStep(_ step: ReclaimStep) {
+        beginObject()
+        switch step.action {
+        case .memoryWarning(let apps):
+            field("action", static: "memoryWarning")
+            key("apps"); beginArray(); for a in apps { string(a.rawValue) }; endArray()
+        case .suspend(let app):
+            field("action", static: "suspend")
+            key("apps"); beginArray(); string(app.rawValue); endArray()
+        case .disconnect(let id):
+            field("action", static: "disconnect")
+            field("session", id)
+        case .terminate(let app):
+            field("action", static: "terminate")
+            key("apps"); beginArray(); string(app.rawValue); endArray()
+        case .discard(let id):
+            field("action", static: "discard")
+            field("session", id)
+        }
+        field("usageAfter", step.note.usageAfter)
+        field("reason", step.note.reason)
+        if let score = step.note.score { key("score"); double(score) }
+        endObject()
+    }
+}
