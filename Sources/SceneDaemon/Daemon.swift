@@ -56,7 +56,9 @@ final class Daemon {
                                 budget: settings.memoryBudget, watermarks: settings.watermarks,
                                 hold: TimeSpan(microseconds: settings.pressureHold),
                                 simulated: settings.pressureSources.contains(.simulated))
-        server = try VarlinkServer(loop: loop, listenFD: listenFD, path: socketPath, limits: settings.limits)
+        // One outbox: replies and journal entries wait in it for their batches to commit.
+        server = try VarlinkServer(loop: loop, listenFD: listenFD, path: socketPath, limits: settings.limits,
+                                   outbox: logger.outbox)
         service = try ManagerVarlink(manager: manager, server: server, version: Self.version,
                                      startedAt: Clock.monotonic.now(), policy: settings.accessPolicy,
                                      testHooks: TestingInterface.enabled)

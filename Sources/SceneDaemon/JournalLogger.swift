@@ -59,28 +59,28 @@ final class JournalLogger {
         send(LogEntry(priority: priority, messageID: id, message: message, fields: fields))
     }
 
-    /// Entries about a batch still being gathered (the pressure its own changes caused): state
-    /// changes are logged once committed, so these wait for that batch and take their place
-    /// among its entries (`position`: how many of its events came before), and the journal
-    /// reads in the order things happened.
-    private var held: [(batch: UInt64, position: Int, entry: LogEntry)] = []
+    /// Where entries about a batch still being gathered wait for it (the pressure its own
+    /// changes caused): state changes are logged once committed, so these take their place
+    /// among its entries and the journal reads in the order things happened.
+    var outbox = Outbox()
 
     func daemon(batch: UInt64, position: Int, _ priority: LogLevel, _ id: String, _ message: String,
                 _ fields: [(String, String)] = []) {
         guard wants(priority) else { return }
-        held.append((batch, position, LogEntry(priority: priority, messageID: id, message: message, fields: fields)))
+        outbox.holdEntry(batch: batch, position: position, LogEntry(priority: priority, messageID: id, message: message, fields: fields))
     }
 
     /// Logs a committed batch's events with what was held for it, each at its place.
     func log(batch: UInt64, _ events: [LifecycleEvent], commandStarts: [Int], pressure: PressureLevel) {
-        release(through: batch - 1)
-        guard let first = held.first, first.batch == batch else {
+        let due = outbox.releaseEntries(through: batch)
+        var from = 0
+        for next in due where next.batch < batch { send(next.entry) }
+        let own = due.filter { $0.batch == batch }
+        guard !own.isEmpty else {
             log(events, commandStarts: commandStarts, pressure: pressure)
             return
         }
-        var from = 0
-        while let next = held.first, next.batch == batch {
-            held.removeFirst()
+        for next in own {
             let to = min(max(next.position, from), events.count)
             logSlice(events, from, to, commandStarts, pressure)
             send(next.entry)
@@ -99,9 +99,6 @@ final class JournalLogger {
 
     /// Logs what was held for batches up to `batch` (settled with no events, or failed).
     func release(through batch: UInt64) {
-        guard let first = held.first, first.batch <= batch else { return }
-        let due = held.prefix { $0.batch <= batch }
-        held.removeFirst(due.count)
-        for item in due { send(item.entry) }
+        for item in outbox.releaseEntries(through: batch) { send(item.entry) }
     }
 }

@@ -34,6 +34,7 @@ import Varlink
         ("pressure", ["pressure"]),
         ("pressure set", ["pressure", "set", "critical", "--for", "30s"]),
         ("pressure clear", ["pressure", "clear"]),
+        ("pressure plan", ["pressure", "plan", "--level", "critical", "-n", "5"]),
         ("simulate", ["simulate", "t.jsonl", "--policy", "ours,lru", "--budget", "50%"]),
     ]
 

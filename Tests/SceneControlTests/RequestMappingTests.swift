@@ -45,6 +45,8 @@ import Varlink
         (["pressure", "set", "warning"], "SetPressure", ["level": "warning"], false),
         (["pressure", "set", "critical", "--for", "5min"], "SetPressure", ["level": "critical", "duration": 300_000_000], false),
         (["pressure", "clear"], "ClearPressure", [:], false),
+        (["pressure", "plan"], "GetReclaimPlan", [:], false),
+        (["pressure", "plan", "--level", "critical", "-n", "5"], "GetReclaimPlan", ["level": "critical", "limit": 5], false),
         (["monitor"], "Monitor", [:], true),
         (["monitor", "--app", "com.example.mail", "--session", "s2", "--since", "100"], "Monitor",
          ["app": "com.example.mail", "session": "s2", "since": 100], true),

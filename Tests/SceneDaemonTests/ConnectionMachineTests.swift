@@ -200,27 +200,28 @@ struct ConnectionMachineTests {
         #expect(m.on(.wrote(bytes: 10)) == .close)
     }
 
-    @Test("budgets: a pass's calls, then a batch's calls when contended; fresh again after passBegan and batchBegan")
+    @Test("budgets: big passes alone; while an interactive client competes, small passes and a per-batch cap; fresh after passBegan and batchBegan")
     func budgets() {
         let budget = M.Budget()
         var m = M(now: Self.t0)
         _ = m.on(.received(partialBytes: 0, hasCall: true, more: false, now: Self.t0))
-        for _ in 0..<budget.callsPerPass { _ = m.on(.callHandled(opensStream: false)) }
-        #expect(!m.mayHandleCalls && !m.needsService)
+        for _ in 0..<budget.callsPerPassAlone { _ = m.on(.callHandled(opensStream: false)) }
+        #expect(!m.mayHandleCalls && !m.needsService, "the pass's budget, alone")
         _ = m.on(.passBegan)
-        #expect(m.mayHandleCalls && m.needsService)
+        #expect(m.mayHandleCalls && m.needsService, "no batch cap alone")
         m.contended = true
+        _ = m.on(.batchBegan)
+        for _ in 0..<budget.callsPerPass { _ = m.on(.callHandled(opensStream: false)) }
+        #expect(!m.mayHandleCalls, "the small pass budget while contended")
         var handled = budget.callsPerPass
         while handled < budget.callsPerBatch {
             _ = m.on(.passBegan)
+            #expect(m.mayHandleCalls)
             _ = m.on(.callHandled(opensStream: false))
             handled += 1
         }
         _ = m.on(.passBegan)
         #expect(!m.mayHandleCalls, "over the batch budget while contended")
-        m.contended = false
-        #expect(m.mayHandleCalls, "alone, the batch budget does not apply")
-        m.contended = true
         _ = m.on(.batchBegan)
         #expect(m.mayHandleCalls)
     }

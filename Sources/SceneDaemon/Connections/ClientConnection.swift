@@ -17,8 +17,8 @@ final class ClientConnection {
     var machine: ConnectionMachine
     var source: IOSource?
 
-    /// Replies waiting for a commit, framed, in order, grouped by batch.
-    private var held: [(batch: UInt64, bytes: [UInt8], count: Int)] = []
+    /// Where its replies wait for their batch to commit (shared by all connections).
+    unowned let outbox: Outbox
 
     /// An open `more` call. Varlink does not multiplex: until it ends, no other call of this
     /// connection is processed.
@@ -30,17 +30,21 @@ final class ClientConnection {
     var inBatch = false
     var isDirty = false
     var onClock = false
-    var waitingForRelease = false
     /// Accepted only to be told it is over a connection limit.
     var refused = false
     /// The machine's unsent and partial bytes as last counted in the server's totals.
     var accountedUnsent = 0
     var accountedPartial = 0
+    /// When the client last took output (a write went through), or when it first had any to
+    /// take: a slow reader is the one that has gone longest without.
+    var lastReadProgress: UInt64 = 0
     /// The interest last given to epoll.
     var appliedInterest = ConnectionMachine.Interest(read: false, write: false, registered: false)
 
-    init(number: Int, fd: Int32, peer: PeerCredentials, limits: VarlinkConnection.Limits, machine: ConnectionMachine) {
+    init(number: Int, fd: Int32, peer: PeerCredentials, limits: VarlinkConnection.Limits, machine: ConnectionMachine,
+         outbox: Outbox) {
         self.number = number
+        self.outbox = outbox
         self.fd = fd
         self.peer = peer
         self.machine = machine
@@ -50,22 +54,12 @@ final class ClientConnection {
     var heldReplies: Int { machine.heldReplies }
     var isClosed: Bool { machine.isClosed }
 
-    /// Appends one framed message to the replies held for `batch`; returns its size. `build`
-    /// writes one object.
+    /// Holds one framed reply until `batch` commits; returns its size. `build` writes one object.
     @discardableResult
     func hold(batch: UInt64, _ build: (inout JSONWriter) -> Void) -> Int {
         // Nobody would read it.
         if machine.phase == .peerGone || machine.isClosed { return 0 }
-        if held.last?.batch != batch { held.append((batch, [], 0)) }
-        let last = held.count - 1
-        var writer = JSONWriter()
-        swap(&writer.bytes, &held[last].bytes)
-        let before = writer.bytes.count
-        build(&writer)
-        writer.bytes.append(0)
-        let size = writer.bytes.count - before
-        swap(&writer.bytes, &held[last].bytes)
-        held[last].count += 1
+        let size = outbox.holdReply(connection: number, batch: batch, build)
         _ = machine.on(.replyHeld(bytes: size))
         return size
     }
@@ -75,49 +69,18 @@ final class ClientConnection {
         hold(batch: batch) { w in w.varlinkError(error) }
     }
 
-    /// Moves the replies of batches up to `batch` to the output (committed). Returns how many
-    /// replies and bytes moved.
-    func release(through batch: UInt64) -> (count: Int, bytes: Int) {
-        var count = 0, bytes = 0
-        while let first = held.first, first.batch <= batch {
-            wire.enqueue(first.bytes)
-            bytes += first.bytes.count
-            count += first.count
-            held.removeFirst()
-        }
-        return (count, bytes)
-    }
-
-    /// The commit these replies waited for failed: every reply of those batches becomes that
-    /// error, since none of the changes they describe was kept. Returns the replies replaced,
-    /// the held bytes they took, and the output bytes they became.
-    func fail(through batch: UInt64, with error: VarlinkError) -> (count: Int, held: Int, output: Int) {
-        var writer = JSONWriter()
-        writer.varlinkError(error)
-        writer.bytes.append(0)
-        var count = 0, heldBytes = 0, output = 0
-        while let first = held.first, first.batch <= batch {
-            for _ in 0..<first.count { wire.enqueue(writer.bytes) }
-            count += first.count
-            heldBytes += first.bytes.count
-            output += first.count * writer.bytes.count
-            held.removeFirst()
-        }
-        return (count, heldBytes, output)
-    }
-
-    /// Appends a framed message to the last held batch, to go out right after it.
+    /// Holds an already framed message behind the last held reply, to go out right after it.
     func holdBehindLast(_ bytes: [UInt8]) {
-        guard let batch = held.last?.batch else { return }
+        guard let batch = outbox.lastBatch(connection: number) else { return }
         hold(batch: batch) { w in w.bytes.append(contentsOf: bytes.last == 0 ? bytes.dropLast() : bytes[...]) }
     }
 
     /// Forgets every held reply (the peer is gone, or is being cut off).
     func dropHeld() {
-        held.removeAll()
+        outbox.dropReplies(connection: number)
     }
 
-    var hasHeldReplies: Bool { !held.isEmpty }
+    var hasHeldReplies: Bool { outbox.hasReplies(connection: number) }
 }
 
 extension JSONWriter {

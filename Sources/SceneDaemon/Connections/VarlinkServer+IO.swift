@@ -35,7 +35,7 @@ extension VarlinkServer {
             case .call(let call):
                 handleCall?(call, conn)
                 callsHandled &+= 1
-                if !call.oneway && conn.machine.owedReplies <= Self.interactiveWindow { interactiveInBatch = true }
+                if !call.oneway && conn.machine.owedReplies <= Self.interactiveWindow { lastInteractiveCall = now() }
                 if !conn.inBatch {
                     conn.inBatch = true
                     batchMembers.append(conn)
@@ -57,6 +57,7 @@ extension VarlinkServer {
             }
             if n > 0 {
                 conn.wire.consumedOutput(n)
+                conn.lastReadProgress = now()
                 let next = conn.machine.on(.wrote(bytes: n))
                 if next != .none { return next }
                 continue
@@ -123,10 +124,17 @@ extension VarlinkServer {
     /// All clients together over MaxBufferedOutput or MaxBufferedInput: the one holding the
     /// most is cut off, until the totals are back under.
     func enforceGlobalLimits() {
-        // Each round turns one connection to ending, which is never chosen again: it ends.
+        // Each round turns one connection to ending, which is never chosen again: it ends. The
+        // victim is the client that has gone longest without taking output (among those holding
+        // a fair amount), not merely the largest: a client that reads can have a large backlog
+        // for a moment, just after its replies were released.
         while unsentTotal > limits.maxBufferedOutput {
-            guard let victim = connections.values.filter({ $0.machine.mayBeCutOff })
-                .max(by: { $0.machine.outputBytes < $1.machine.outputBytes }), victim.machine.outputBytes > 0 else { break }
+            let holders = connections.values.filter { $0.machine.mayBeCutOff && $0.machine.outputBytes > 0 }
+            let large = holders.filter { $0.machine.outputBytes >= Self.stalledOutputFloor }
+            let victim = large.isEmpty
+                ? holders.max { $0.machine.outputBytes < $1.machine.outputBytes }
+                : large.min { ($0.lastReadProgress, -$0.machine.outputBytes) < ($1.lastReadProgress, -$1.machine.outputBytes) }
+            guard let victim else { break }
             step(victim, .limitExceeded("MaxBufferedOutput", cutOutput: true, now: now()))
         }
         while partialTotal > limits.maxBufferedInput {

@@ -38,17 +38,20 @@ final class VarlinkServer {
     /// Connections that handled calls in the batch being gathered, and how many did in the last.
     var batchMembers: [ClientConnection] = []
     private var lastBatchMembers = 0
-    /// A client with few calls in flight handled a call in this batch, or the last.
-    var interactiveInBatch = false
-    private var interactiveInLastBatch = false
+    /// When a client with few calls in flight last made one: such a client waits for each
+    /// reply, so between its calls it is not in any batch, yet still competes.
+    var lastInteractiveCall: UInt64?
     /// At most this many replies owed makes a client interactive (it waits for them).
     static let interactiveWindow = 16
+    /// How long an interactive client counts as competing after its last call (µs): far longer
+    /// than its round trip, far shorter than a human's pause.
+    static let interactiveMemory: UInt64 = 50_000
     /// Inside `enforceGlobalLimits` (which steps connections, and so comes back here).
     private var enforcing = false
     /// With output to write at the next flush.
     private var dirty: [ClientConnection] = []
-    /// With replies held for a commit.
-    private var waiting: [ClientConnection] = []
+    /// Replies held until their batch commits (with the journal entries of the same batches).
+    let outbox: Outbox
     /// Needing clock ticks (part of a message held, or ending).
     var timed: [ClientConnection] = []
 
@@ -76,9 +79,13 @@ final class VarlinkServer {
     static let protocolViolationError = "io.scened.Manager.ProtocolViolation"
     /// Refused connections kept open at once to deliver their error; beyond, best effort.
     static let maxRefusing = 64
+    /// Unsent output from which a client counts as holding a fair amount (for choosing whom
+    /// MaxBufferedOutput cuts off).
+    static let stalledOutputFloor = 64 << 10
 
-    init(loop: EventLoop, listenFD: Int32, path: String, limits: ConnectionLimits) throws {
+    init(loop: EventLoop, listenFD: Int32, path: String, limits: ConnectionLimits, outbox: Outbox = Outbox()) throws {
         self.loop = loop
+        self.outbox = outbox
         self.listenFD = listenFD
         self.path = path
         self.limits = limits
@@ -149,7 +156,8 @@ final class VarlinkServer {
         let machine = ConnectionMachine(budget: budget, now: now(), refusedFor: refusal)
         var wireLimits = VarlinkConnection.Limits()
         wireLimits.maxMessageBytes = limits.maxMessageSize
-        let conn = ClientConnection(number: nextNumber, fd: fd, peer: peer, limits: wireLimits, machine: machine)
+        let conn = ClientConnection(number: nextNumber, fd: fd, peer: peer, limits: wireLimits, machine: machine,
+                                    outbox: outbox)
         nextNumber += 1
         do {
             try poller.add(fd, token: UInt64(conn.number), events: Self.events(conn.machine.interest))
@@ -221,8 +229,8 @@ final class VarlinkServer {
         ready.removeAll(keepingCapacity: true)
         // Contended: more than one client in this batch or the last one. A client waiting for
         // its reply is not in the batch being gathered, but still competes.
-        let contended = (interactiveInBatch || interactiveInLastBatch)
-            && (max(batchMembers.count, lastBatchMembers) > 1 || turn.count > 1)
+        let interactive = lastInteractiveCall.map { now() &- $0 < Self.interactiveMemory } ?? false
+        let contended = interactive && (max(batchMembers.count, lastBatchMembers) > 1 || turn.count > 1)
         for conn in turn {
             conn.queued = false
             guard !conn.isClosed else { continue }
@@ -243,8 +251,6 @@ final class VarlinkServer {
     /// A new batch began gathering: the connections of the last one may go on.
     func batchBegan() {
         lastBatchMembers = batchMembers.count
-        interactiveInLastBatch = interactiveInBatch
-        interactiveInBatch = false
         guard !batchMembers.isEmpty else { return }
         let members = batchMembers
         batchMembers.removeAll(keepingCapacity: true)
@@ -293,6 +299,7 @@ final class VarlinkServer {
         let m = conn.machine
         // The machine ended the stream (cut off, peer gone): nothing more may be produced.
         if !m.streaming && conn.stream != nil { conn.stream = nil }
+        if conn.accountedUnsent == 0 && m.outputBytes > 0 { conn.lastReadProgress = now() }
         unsentTotal += m.outputBytes - conn.accountedUnsent
         conn.accountedUnsent = m.outputBytes
         partialTotal += m.partialBytes - conn.accountedPartial
@@ -328,10 +335,6 @@ final class VarlinkServer {
             timed.append(conn)
             armClock()
         }
-        if conn.hasHeldReplies && !conn.waitingForRelease {
-            conn.waitingForRelease = true
-            waiting.append(conn)
-        }
     }
 
     private func markDirty(_ conn: ClientConnection) {
@@ -352,20 +355,10 @@ final class VarlinkServer {
 
     /// Batches up to `batch` are settled: their replies become output, or `failure`.
     func settle(through batch: UInt64, failure: VarlinkError?) {
-        guard !waiting.isEmpty else { return }
-        let list = waiting
-        waiting.removeAll(keepingCapacity: true)
-        for conn in list {
-            conn.waitingForRelease = false
-            guard !conn.isClosed else { continue }
-            if let failure {
-                let (count, held, output) = conn.fail(through: batch, with: failure)
-                step(conn, .repliesReleased(count: count, heldBytes: held, outputBytes: output))
-            } else {
-                let (count, bytes) = conn.release(through: batch)
-                if count > 0 { step(conn, .repliesReleased(count: count, heldBytes: bytes, outputBytes: bytes)) }
-                else { afterStep(conn) }
-            }
+        outbox.releaseReplies(through: batch, failure: failure) { number, bytes, count, held in
+            guard let conn = connections[number], !conn.isClosed else { return }
+            conn.wire.enqueue(bytes)
+            step(conn, .repliesReleased(count: count, heldBytes: held, outputBytes: bytes.count))
         }
     }
 

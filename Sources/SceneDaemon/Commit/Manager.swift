@@ -24,12 +24,14 @@ final class Manager {
     /// Told of rows quarantined after start-up (the journal).
     var onQuarantine: (([QuarantinedRow]) -> Void)?
 
+    /// Batch numbers and the commit in flight.
+    private(set) var pipeline = CommitPipeline()
     /// The batch new changes and replies belong to.
-    private(set) var gathering: UInt64 = 1
+    var gathering: UInt64 { pipeline.gathering }
     /// Every batch up to this one is committed (or settled by a failure).
-    private(set) var committedThrough: UInt64 = 0
-    /// The batch the writer is committing, with what to publish when it is done.
-    private var inFlight: (number: UInt64, events: [LifecycleEvent], commandStarts: [Int], nextSequence: UInt64)?
+    var committedThrough: UInt64 { pipeline.settledThrough }
+    /// What to publish when the batch in flight is committed.
+    private var inFlight: (events: [LifecycleEvent], commandStarts: [Int], nextSequence: UInt64)?
 
     init(engine: LifecycleEngine, clock: DaemonClock, writer: StoreWriter?, recentCapacity: Int = 4096) {
         self.engine = engine
@@ -73,7 +75,7 @@ final class Manager {
     }
 
     var hasPending: Bool { !pending.isEmpty }
-    var isCommitting: Bool { inFlight != nil }
+    var isCommitting: Bool { pipeline.isCommitting }
 
     /// What a step of the commit pipeline settled.
     enum Progress {
@@ -85,54 +87,56 @@ final class Manager {
         case failed(through: UInt64, StoreError)
     }
 
-    /// At the end of a loop iteration: hands what is pending to the writer, unless a batch is
-    /// already being committed (then it keeps gathering: group commit grows under load).
+    /// At the end of a pass: hands what is pending to the writer, unless a batch is already
+    /// being committed (then it keeps gathering: group commit grows under load).
     func startCommit() -> Progress {
-        guard inFlight == nil else { return .nothing }
-        let number = gathering
-        gathering += 1
-        guard !pending.isEmpty else {
-            // Nothing to write: the batch is settled at once (its replies may only read).
-            committedThrough = number
-            return .committed(through: number, events: [], commandStarts: [])
+        switch pipeline.batchReady(hasChanges: !pending.isEmpty) {
+        case .none, .fail:
+            return .nothing
+        case .settle(let through):
+            // Nothing to write: settled at once (its replies may only read).
+            return .committed(through: through, events: [], commandStarts: [])
+        case .submit(let number):
+            let batch = makeBatch()
+            let events = pending.events
+            let starts = pending.commandStarts
+            pending.removeAll()
+            guard let writer else {
+                _ = pipeline.commitFinished(succeeded: true)
+                return published(number: number, events: events, commandStarts: starts, nextSequence: engine.nextSequence)
+            }
+            inFlight = (events, starts, engine.nextSequence)
+            writer.submit(batch, number: number)
+            return .nothing
         }
-        let batch = makeBatch()
-        let events = pending.events
-        let starts = pending.commandStarts
-        pending.removeAll()
-        guard let writer else {
-            return published(number: number, events: events, commandStarts: starts, nextSequence: engine.nextSequence)
-        }
-        inFlight = (number, events, starts, engine.nextSequence)
-        writer.submit(batch, number: number)
-        return .nothing
     }
 
     /// The writer finished the batch in flight.
     func finishCommit(_ result: Result<Void, StoreError>) -> Progress {
         guard let flight = inFlight else { return .nothing }
         inFlight = nil
-        switch result {
-        case .success:
-            return published(number: flight.number, events: flight.events, commandStarts: flight.commandStarts,
+        let succeeded: Bool
+        if case .success = result { succeeded = true } else { succeeded = false }
+        switch pipeline.commitFinished(succeeded: succeeded) {
+        case .settle(let through):
+            return published(number: through, events: flight.events, commandStarts: flight.commandStarts,
                              nextSequence: flight.nextSequence)
-        case .failure(let error):
+        case .fail(let through):
             // The batch was not kept, and what was gathered since built on it: drop both and go
             // back to the last committed state, so memory never holds what the disk does not.
             pending.removeAll()
             reloadAfterFailedCommit()
-            let through = gathering
-            gathering += 1
-            committedThrough = through
             committedNextSequence = engine.nextSequence
+            guard case .failure(let error) = result else { return .nothing }
             return .failed(through: through, error)
+        case .none, .submit:
+            return .nothing
         }
     }
 
     private func published(number: UInt64, events: [LifecycleEvent], commandStarts: [Int],
                            nextSequence: UInt64) -> Progress {
         commits += 1
-        committedThrough = number
         committedNextSequence = nextSequence
         for e in events { recent.append(e) }
         return .committed(through: number, events: events, commandStarts: commandStarts)
