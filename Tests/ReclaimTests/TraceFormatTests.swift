@@ -75,6 +75,9 @@ import Testing
             (#"{"t":0,"ev":"budget","bytes":1,"scale":0.5}"#, 1, "exactly one"),
             (#"{"t":0,"ev":"budget","scale":0}"#, 1, "positive"),
             (#"[1,2]"#, 1, "must be a JSON object"),
+            // Found by Fuzz/trace: a latency past Int64 milliseconds trapped in the conversion.
+            (#"{"t":0,"ev":"ack_profile","scene":"a","latency_ms":1e300}"#, 1, "below 9e15"),
+            (#"{"t":0,"ev":"ack_profile","scene":"a","latency_ms":9.3e18}"#, 1, "below 9e15"),
         ]
         for (text, line, message) in cases {
             let e = error(text)
