@@ -33,15 +33,17 @@ enum ByteSize {
         let (scaled, overflow) = integer.multipliedReportingOverflow(by: factor)
         guard !overflow else { return nil }
         guard parts.count == 2 else { return scaled }
-        // A fraction only makes sense with a unit; it is exact to the byte (truncated).
+        // A fraction only makes sense with a unit; it is rounded up to the byte, so that the
+        // size shows back as written ("1.2T" truncated to the byte would show as "1.1T").
         let fraction = parts[1]
         guard factor > 1, !fraction.isEmpty, fraction.count <= 9, fraction.allSatisfy(\.isASCIIDigit),
               let numerator = UInt64(fraction) else { return nil }
         var denominator: UInt64 = 1
         for _ in fraction { denominator *= 10 }
-        // numerator/denominator < 1, so the quotient stays below factor and fits.
+        // numerator/denominator < 1, so the quotient stays below factor and fits, plus one too.
         let product = numerator.multipliedFullWidth(by: factor)
-        let part = denominator.dividingFullWidth((high: product.high, low: product.low)).quotient
+        let (quotient, remainder) = denominator.dividingFullWidth((high: product.high, low: product.low))
+        let part = remainder == 0 ? quotient : quotient + 1
         let (sum, overflowed) = scaled.addingReportingOverflow(part)
         return overflowed ? nil : sum
     }

@@ -34,9 +34,21 @@ extension TimeSpan {
             let unit = unitText.isEmpty ? ("s", Int64(1_000_000)) : Self.units.first(where: { $0.0 == unitText })
             guard let unit else { return nil }
             rest = rest.dropFirst(unitText.count)
-            let value = number * Double(unit.1)
-            guard value < 9e18, total <= Int64.max - Int64(value.rounded()) else { return nil }
-            total += Int64(value.rounded())
+            // Whole numbers are scaled exactly: through a Double, a large span's last digits
+            // are lost and its own formatted text would not read back.
+            let value: Int64
+            if let whole = Int64(digits) {
+                let (scaled, overflow) = whole.multipliedReportingOverflow(by: unit.1)
+                guard !overflow else { return nil }
+                value = scaled
+            } else {
+                let scaled = number * Double(unit.1)
+                guard scaled < 9e18 else { return nil }
+                value = Int64(scaled.rounded())
+            }
+            let (sum, overflow) = total.addingReportingOverflow(value)
+            guard !overflow else { return nil }
+            total = sum
         }
         self.init(microseconds: total)
     }

@@ -53,20 +53,43 @@ struct ConfigLoader {
     }
 
     func load() throws(ConfigError) -> Result {
+        let list = files()
+        if let explicitFile, !fileExists(explicitFile), !isMask(explicitFile) {
+            throw ConfigError(path: explicitFile, line: nil, message: "no such file")
+        }
+        var problems: [ConfigError] = []
+        var applied: (settings: DaemonSettings, warnings: [String])
+        do {
+            applied = try Self.apply(list.map { (path: $0, text: readFile($0)) })
+        } catch {
+            // The apps' files are still checked, so that one pass reports every problem.
+            applied = (DaemonSettings(), [])
+            problems = [error] + error.others
+            problems[0].others = []
+        }
+        applied.settings.apps = loadApps(problems: &problems, warnings: &applied.warnings)
+        if var first = problems.first {
+            first.others = Array(problems.dropFirst())
+            throw first
+        }
+        return Result(settings: applied.settings, files: list + appFiles().flatMap(\.files), warnings: applied.warnings)
+    }
+
+    /// The part of `load()` that touches no file: applies the files' texts (or the failure to
+    /// read one) in order over the defaults. Separate so that it can be tested and fuzzed on
+    /// texts alone.
+    static func apply(_ sources: [(path: String, text: Swift.Result<String, ReadFailure>)])
+        throws(ConfigError) -> (settings: DaemonSettings, warnings: [String]) {
         var settings = DaemonSettings()
         var warnings: [String] = []
         // Every problem is collected (a bad value leaves its default in place and the pass goes
         // on), so that a check reports them all at once.
         var problems: [ConfigError] = []
-        // Where each key was last set: index into `list` (the order files are applied), line.
+        // Where each key was last set: index into `sources` (the order files are applied), line.
         var origins: [String: (file: Int, line: Int)] = [:]
-        let list = files()
-        if let explicitFile, !fileExists(explicitFile), !isMask(explicitFile) {
-            throw ConfigError(path: explicitFile, line: nil, message: "no such file")
-        }
-        for (index, path) in list.enumerated() {
+        for (index, (path, read)) in sources.enumerated() {
             let text: String
-            switch readFile(path) {
+            switch read {
             case .success(let t): text = t
             case .failure(let failure):
                 problems.append(ConfigError(path: path, line: nil, message: failure.message))
@@ -102,7 +125,7 @@ struct ConfigLoader {
         // last in the order the files were applied, not in the order of their names).
         func crossError(_ keys: [String], _ message: String) -> ConfigError {
             let origin = keys.compactMap { origins["[Pressure] " + $0] }.max { ($0.file, $0.line) < ($1.file, $1.line) }
-            return ConfigError(path: origin.map { list[$0.file] } ?? "configuration", line: origin?.line, message: message)
+            return ConfigError(path: origin.map { sources[$0.file].path } ?? "configuration", line: origin?.line, message: message)
         }
         if !settings.watermarks.isValid {
             problems.append(crossError(["CriticalWatermark", "HighWatermark", "LowWatermark"],
@@ -114,12 +137,11 @@ struct ConfigLoader {
             problems.append(crossError(["PSIWarningStallSec", "PSICriticalStallSec", "PSIWindowSec"],
                                        "PSIWarningStallSec= and PSICriticalStallSec= must not exceed PSIWindowSec="))
         }
-        settings.apps = loadApps(problems: &problems, warnings: &warnings)
         if var first = problems.first {
             first.others = Array(problems.dropFirst())
             throw first
         }
-        return Result(settings: settings, files: list + appFiles().flatMap(\.files), warnings: warnings)
+        return (settings, warnings)
     }
 
     func fileExists(_ path: String) -> Bool {

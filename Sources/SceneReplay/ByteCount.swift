@@ -1,5 +1,5 @@
-/// Byte counts as people write them: `1500000000`, `1.5G`, `800M`, `64K` (powers of 1024),
-/// and budgets given as a share of the working set: `50%`.
+/// Byte counts as people write them: `1500000000`, `1.5G`, `800M`, `64K` (powers of 1024), each
+/// with an optional `B` (`512B`, `64KB`), and budgets given as a share of the working set: `50%`.
 public enum ByteCount {
     public enum Budget: Sendable, Equatable {
         case bytes(UInt64)
@@ -23,9 +23,11 @@ public enum ByteCount {
     }
 
     public static func parse(_ text: String) -> UInt64? {
-        guard let last = text.last else { return nil }
-        var multiplier = 1.0
         var number = Substring(text)
+        // An optional "B", as `format` writes bytes below 1K ("512B") and people write "64KB".
+        if number.hasSuffix("B") { number = number.dropLast() }
+        guard let last = number.last else { return nil }
+        var multiplier = 1.0
         switch last {
         case "K", "k": multiplier = 1024
         case "M", "m": multiplier = 1024 * 1024

@@ -162,8 +162,9 @@ public enum TraceParser {
             let scene = try fields.sceneName()
             var latency: Int64?
             if let raw = fields.take("latency_ms"), !raw.isNull {
-                guard let ms = raw.doubleValue, ms >= 0, ms.isFinite else {
-                    throw fields.error("\"latency_ms\" must be a non-negative number or null")
+                // Bounded like "t": a larger number has no Int64 of milliseconds to convert to.
+                guard let ms = raw.doubleValue, ms >= 0, ms < 9e15 else {
+                    throw fields.error("\"latency_ms\" must be a non-negative number below 9e15, or null")
                 }
                 latency = Int64(ms.rounded())
             }

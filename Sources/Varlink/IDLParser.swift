@@ -13,6 +13,10 @@ struct IDLParser {
     private var current: IDLToken
     /// Uses of named types, checked once all declarations are known.
     private var references: [(name: String, token: IDLToken)] = []
+    /// How deeply types are nested where the parser is; bounded because each level is a
+    /// recursive call, and an unbounded text would overflow the stack.
+    private var depth = 0
+    static let maxDepth = 128
 
     init(_ text: String) throws(IDLError) {
         lexer = IDLLexer(text)
@@ -145,6 +149,9 @@ struct IDLParser {
     }
 
     private mutating func parseType() throws(IDLError) -> VarlinkType {
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= Self.maxDepth else { throw failure("types nest deeper than \(Self.maxDepth) levels", at: current) }
         switch current.kind {
         case .openParen:
             return try parseCompound(allowEnum: true)

@@ -75,6 +75,9 @@ import Testing
             (#"{"t":0,"ev":"budget","bytes":1,"scale":0.5}"#, 1, "exactly one"),
             (#"{"t":0,"ev":"budget","scale":0}"#, 1, "positive"),
             (#"[1,2]"#, 1, "must be a JSON object"),
+            // Found by Fuzz/trace: a latency past Int64 milliseconds trapped in the conversion.
+            (#"{"t":0,"ev":"ack_profile","scene":"a","latency_ms":1e300}"#, 1, "below 9e15"),
+            (#"{"t":0,"ev":"ack_profile","scene":"a","latency_ms":9.3e18}"#, 1, "below 9e15"),
         ]
         for (text, line, message) in cases {
             let e = error(text)
@@ -101,6 +104,10 @@ import Testing
         #expect(ByteCount.Budget.percent(30).resolve(workingSet: 1_000) == 300)
         #expect(ByteCount.format(1_610_612_736) == "1.5G")
         #expect(ByteCount.format(512) == "512B")
+        // What `format` writes reads back (found by Fuzz/bytesize: "1023B" was refused).
+        #expect(ByteCount.parse("512B") == 512 && ByteCount.parse("64KB") == 65_536)
+        #expect(ByteCount.parse(ByteCount.format(1023)) == 1023)
+        #expect(ByteCount.parse("B") == nil && ByteCount.parse("KB") == nil)
         #expect(Format.fixed(2.345, 2) == "2.35" && Format.fixed(-0.5, 0) == "-1" && Format.fixed(3, 1) == "3.0")
     }
 }

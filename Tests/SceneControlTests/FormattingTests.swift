@@ -31,6 +31,12 @@ import Varlink
         }
         // Round trip of what we print (truncated to a tenth) stays within one tenth of the unit.
         #expect(ByteSize.parse(ByteSize.format(UInt64(52_428_800))) == 52_428_800)
+        // A one-decimal size shows back as written (found by Fuzz/bytesize: "1.2T" was
+        // truncated to the byte and so shown as "1.1T").
+        for text in ["1.2T", "1.1G", "3.3M", "9.9E", "1.2K", "1.7P"] {
+            #expect(ByteSize.parse(text).map(ByteSize.format) == text, "\(text)")
+        }
+        #expect(ByteSize.parse("1.2T") == 1_319_413_953_332)
     }
 
     let utc = TimeFormatter(utc: true)

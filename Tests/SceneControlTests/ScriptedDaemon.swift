@@ -1,7 +1,6 @@
 import Glibc
 import SceneControl
 import ScenedTestSupport
-import Synchronization
 import Testing
 import Varlink
 
@@ -16,7 +15,7 @@ final class ScriptedDaemon: Sendable {
     private let listenFD: Int32
     private let script: Script
     private let stopping = Shared(false)
-    private let thread = Mutex<TestThread?>(nil)
+    private let thread = Locked<TestThread?>(nil)
     /// Every call received, in order.
     let calls = Shared<[VarlinkCall]>([])
 

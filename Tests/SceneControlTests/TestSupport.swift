@@ -1,15 +1,14 @@
 import Glibc
 import SceneControl
 import ScenedTestSupport
-import Synchronization
 import Varlink
 
 /// What a command wrote; thread-safe, because streaming tests read it while a command runs.
 final class CapturedOutput: TextOutput, Sendable {
-    private let storage = Mutex<String>("")
+    private let storage = Locked<String>("")
     /// After this many writes the next one fails like a closed pipe (EPIPE); nil: never.
     private let closeAfter: Int?
-    private let writes = Mutex(0)
+    private let writes = Locked(0)
 
     init(closeAfter: Int? = nil) {
         self.closeAfter = closeAfter

@@ -279,4 +279,21 @@ struct ConfigLoaderTests {
         let assignments = try ConfigFile.parse(path: path, text: text).assignments
         #expect(assignments.map { "[\($0.section)] \($0.key)" } == SettingKey.all.map(\.qualifiedName))
     }
+
+    @Test("texts apply in order without files; a file that could not be read is one more problem")
+    func applyTexts() throws {
+        let first = "[Daemon]\nLogLevel=debug\n[Limits]\nMaxConnections=7\n"
+        let second = "[Daemon]\nLogLevel=notice\n[Nope]\nx=1\n"
+        let applied = try ConfigLoader.apply([("a.conf", .success(first)), ("b.conf", .success(second))])
+        #expect(applied.settings.logLevel == .notice && applied.settings.limits.maxConnections == 7)
+        #expect(applied.warnings == ["b.conf:4: unknown section [Nope], ignoring"])
+
+        do {
+            _ = try ConfigLoader.apply([("a.conf", .failure(ConfigLoader.ReadFailure("not valid UTF-8"))),
+                                        ("b.conf", .success("[Limits]\nMaxConnections=0\n"))])
+            Issue.record("a read failure and a bad value were accepted")
+        } catch {
+            #expect(error.report == "a.conf: not valid UTF-8\nb.conf:2: MaxConnections= must be 1 to 1000000 (found \"0\")")
+        }
+    }
 }

@@ -1,5 +1,4 @@
 import Glibc
-import Synchronization
 
 /// The service manager's side of sd_notify: an AF_UNIX datagram socket bound at `path`, whose
 /// path goes into NOTIFY_SOCKET. A thread reads every datagram as it arrives, as systemd does:
@@ -16,7 +15,7 @@ public final class NotifyListener: @unchecked Sendable {
 
     public let path: String
     private let fd: Int32
-    private let state = Mutex<State>(State())
+    private let state = Locked<State>(State())
     private var thread = pthread_t()
     /// The directory `init()` made for the socket.
     private let directory: TemporaryDirectory?

@@ -1,10 +1,8 @@
-import Synchronization
-
 /// A value set on one thread and read on another.
 public final class Shared<Value: Sendable>: Sendable {
-    private let storage: Mutex<Value>
+    private let storage: Locked<Value>
 
-    public init(_ value: Value) { storage = Mutex(value) }
+    public init(_ value: Value) { storage = Locked(value) }
 
     public var value: Value { storage.withLock { $0 } }
 

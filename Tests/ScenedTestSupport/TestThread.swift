@@ -1,10 +1,9 @@
 import Glibc
-import Synchronization
 
 /// Runs `body` on a new POSIX thread, so that blocking socket code never occupies a Swift
 /// concurrency thread the other side might need; `join()` waits for it.
 public final class TestThread: Sendable {
-    private let thread: Mutex<pthread_t?> = Mutex(nil)
+    private let thread = Locked<pthread_t?>(nil)
 
     private final class Body: Sendable {
         let run: @Sendable () -> Void

@@ -145,6 +145,23 @@ import Testing
         }
     }
 
+    /// Found by Fuzz/idl: each nesting level was a recursive call, so a long enough text
+    /// ("[][][]…") overflowed the stack.
+    @Test func boundsTypeNesting() throws {
+        let limit = IDLParser.maxDepth
+        let deepest = "interface a.b\nmethod M(a: " + String(repeating: "[]", count: limit - 1) + "int) -> ()"
+        #expect(try VarlinkInterfaceDefinition.parse(deepest).methods.count == 1)
+        let column = 13 + 2 * limit
+        #expect(throws: IDLError(line: 2, column: column, message: "types nest deeper than \(limit) levels")) {
+            try VarlinkInterfaceDefinition.parse("interface a.b\nmethod M(a: " + String(repeating: "[]", count: limit) + "int) -> ()")
+        }
+        let structs = String(repeating: "(a: ", count: 100_000) + "int" + String(repeating: ")", count: 100_000)
+        #expect(throws: IDLError.self) { try VarlinkInterfaceDefinition.parse("interface a.b\ntype T " + structs) }
+        #expect(throws: IDLError.self) {
+            try VarlinkInterfaceDefinition.parse("interface a.b\ntype T (a: " + String(repeating: "?[]", count: 100_000) + "int)")
+        }
+    }
+
     @Test func errorDescribesPosition() {
         #expect(IDLError(line: 3, column: 7, message: "x").description == "line 3, column 7: x")
     }
