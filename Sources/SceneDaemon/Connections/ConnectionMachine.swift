@@ -261,6 +261,7 @@ struct ConnectionMachine: Sendable {
 
     /// What a turn of service should do first.
     mutating func serviceAction() -> Action {
+        if phase == .closed { return .none }
         if isFinished { return close() }
         if hasCall && mayHandleCalls { return .handleCalls }
         if mayRead && (maybeReadable || phase == .peerGone) { return .read }
