@@ -147,19 +147,7 @@ final class Daemon {
 
     /// One pass: serve the ready clients, reclaim, start a commit if none is in flight, write,
     /// re-arm the timers, and — having served — feed the watchdog.
-    private var dbgPasses = 0, dbgCommits = 0, dbgCommitUS: UInt64 = 0, dbgPassUS: UInt64 = 0, dbgLast: UInt64 = 0, dbgCalls: UInt64 = 0, dbgCommitStart: UInt64 = 0
-    private let dbg = getenv("SCENED_DEBUG_STATS") != nil
-    private func dbgTick() {
-        let t = Clock.monotonic.now()
-        if t - dbgLast > 1_000_000 {
-            if dbgLast > 0 { Diagnostics.info("stats: passes \(dbgPasses) avg \(dbgPasses > 0 ? dbgPassUS / UInt64(dbgPasses) : 0)µs, commits \(dbgCommits) avg \(dbgCommits > 0 ? dbgCommitUS / UInt64(dbgCommits) : 0)µs, calls \(server.callsHandled - dbgCalls) (\(dbgCommits > 0 ? (server.callsHandled - dbgCalls) / UInt64(dbgCommits) : 0)/commit)") }
-            dbgLast = t; dbgPasses = 0; dbgCommits = 0; dbgCommitUS = 0; dbgPassUS = 0; dbgCalls = server.callsHandled
-        }
-    }
-
     private func pass() {
-        let dbgT0 = dbg ? Clock.monotonic.now() : 0
-        defer { if dbg { dbgPasses += 1; dbgPassUS += Clock.monotonic.now() - dbgT0; dbgTick() } }
         server.beginPass()
         server.serve()
         reclaim.evaluate()
@@ -176,7 +164,7 @@ final class Daemon {
     private func startCommit() {
         guard !manager.isCommitting else { return }
         apply(manager.startCommit())
-        if manager.isCommitting { watchdog.commitStarted(now: loop.nowMonotonic); if dbg { dbgCommitStart = Clock.monotonic.now() } }
+        if manager.isCommitting { watchdog.commitStarted(now: loop.nowMonotonic) }
         server.batchBegan()
     }
 
@@ -184,7 +172,6 @@ final class Daemon {
     /// at once (the loop need not wait for a pass to keep the commit thread busy).
     private func onCommitFinished() {
         guard let finished = manager.writer?.takeFinished() else { return }
-        if dbg { dbgCommits += 1; dbgCommitUS += Clock.monotonic.now() - dbgCommitStart }
         watchdog.commitFinished()
         apply(manager.finishCommit(finished.result))
         reclaim.evaluate()

@@ -32,8 +32,7 @@ final class BenchDaemon {
         let args = [binary, "--socket", socket, "--state-dir", stateDirectory, "--config", configPath]
         var env = ["NOTIFY_SOCKET=\(notifyPath)", "SWIFT_BACKTRACE=enable=no"]
         if let path = getenv("PATH") { env.append("PATH=" + String(cString: path)) }
-        var logPath = directory + "/scened.log"
-        if getenv("SCENED_DEBUG_STATS") != nil { env.append("SCENED_DEBUG_STATS=1"); logPath = "/tmp/bench-scened-\(Int(now()*1000)).log" }
+        let logPath = directory + "/scened.log"
         let start = now()
         pid = try spawn(args, env: env, stdoutPath: "/dev/null", stderrPath: logPath)
         // Wait for READY=1 (or the daemon's death).

@@ -35,7 +35,11 @@ extension VarlinkServer {
             case .call(let call):
                 handleCall?(call, conn)
                 callsHandled &+= 1
-                if !call.oneway && conn.machine.owedReplies <= Self.interactiveWindow { lastInteractiveCall = now() }
+                // Interactive: a call that waits alone for its reply (nothing else owed, nothing
+                // queued behind it). A pipelining client always has more in flight.
+                if !call.oneway && conn.machine.owedReplies <= 1 && !conn.wire.hasCompleteMessage() {
+                    lastInteractiveCall = now()
+                }
                 if !conn.inBatch {
                     conn.inBatch = true
                     batchMembers.append(conn)

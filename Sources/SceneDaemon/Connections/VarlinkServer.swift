@@ -41,8 +41,7 @@ final class VarlinkServer {
     /// When a client with few calls in flight last made one: such a client waits for each
     /// reply, so between its calls it is not in any batch, yet still competes.
     var lastInteractiveCall: UInt64?
-    /// At most this many replies owed makes a client interactive (it waits for them).
-    static let interactiveWindow = 16
+    var interactiveRecently: Bool { lastInteractiveCall.map { now() &- $0 < Self.interactiveMemory } ?? false }
     /// How long an interactive client counts as competing after its last call (µs): far longer
     /// than its round trip, far shorter than a human's pause.
     static let interactiveMemory: UInt64 = 50_000
@@ -229,8 +228,7 @@ final class VarlinkServer {
         ready.removeAll(keepingCapacity: true)
         // Contended: more than one client in this batch or the last one. A client waiting for
         // its reply is not in the batch being gathered, but still competes.
-        let interactive = lastInteractiveCall.map { now() &- $0 < Self.interactiveMemory } ?? false
-        let contended = interactive && (max(batchMembers.count, lastBatchMembers) > 1 || turn.count > 1)
+        let contended = interactiveRecently && (max(batchMembers.count, lastBatchMembers) > 1 || turn.count > 1)
         for conn in turn {
             conn.queued = false
             guard !conn.isClosed else { continue }
