@@ -171,7 +171,13 @@ final class Daemon {
     /// The writer finished a batch: publish it, release its replies, and start the next one
     /// at once (the loop need not wait for a pass to keep the commit thread busy).
     private func onCommitFinished() {
-        guard let finished = manager.writer?.takeFinished() else { return }
+        // Drains the pipe first: a read answered after this still signals again.
+        let finished = manager.writer?.takeFinished()
+        service.readsFinished()
+        guard let finished else {
+            server.flush()
+            return
+        }
         watchdog.commitFinished()
         apply(manager.finishCommit(finished.result))
         reclaim.evaluate()

@@ -183,28 +183,47 @@ final class Manager {
     /// The sequence number the next committed event will get: monitors see nothing beyond it.
     private(set) var committedNextSequence: UInt64 = 1
 
-    /// Committed events with seq ≥ `from`, oldest first: from memory or, further back, from the
-    /// store's log.
-    func committedEvents(from seq: UInt64, limit: Int) -> Result<[LifecycleEvent], EventsUnavailable> {
-        if seq >= committedNextSequence { return .success([]) }
-        if let oldest = recent.oldestSequence, seq >= oldest {
-            return .success(recent.events(from: seq, limit: limit))
-        }
-        let oldestKept = writer?.withStore { $0.oldestLoggedSequence } ?? recent.oldestSequence ?? committedNextSequence
-        guard seq >= oldestKept || (seq == 0 && oldestKept <= 1) else {
-            return .failure(EventsUnavailable(requested: seq, oldest: oldestKept))
-        }
-        guard let writer else { return .success(recent.events(from: seq, limit: limit)) }
-        do {
-            let (events, damaged) = try writer.withStore { store in
-                (try store.events(after: seq == 0 ? 0 : seq - 1, limit: limit), store.quarantinedEvents)
+    /// The oldest sequence number a monitor may still start from.
+    var oldestKeptSequence: UInt64 {
+        writer?.oldestLoggedSequence ?? recent.oldestSequence ?? committedNextSequence
+    }
+
+    /// Whether events from `seq` on can still be had (Monitor's `since`).
+    func checkAvailable(from seq: UInt64) -> EventsUnavailable? {
+        if seq >= committedNextSequence { return nil }
+        if let oldest = recent.oldestSequence, seq >= oldest { return nil }
+        let oldest = oldestKeptSequence
+        return seq >= oldest || (seq == 0 && oldest <= 1) ? nil : EventsUnavailable(requested: seq, oldest: oldest)
+    }
+
+    enum Backlog {
+        /// From memory, at once.
+        case events([LifecycleEvent])
+        case unavailable(EventsUnavailable)
+        /// Asked of the commit thread; the answer comes with `token` (see `finishedReads`).
+        case pending
+    }
+
+    /// Committed events with seq ≥ `from`, oldest first: from memory when it has them, else
+    /// read from the store's log by the commit thread (the loop never waits for SQLite).
+    func committedEvents(from seq: UInt64, limit: Int, token: UInt64) -> Backlog {
+        if seq >= committedNextSequence { return .events([]) }
+        if let oldest = recent.oldestSequence, seq >= oldest { return .events(recent.events(from: seq, limit: limit)) }
+        if let unavailable = checkAvailable(from: seq) { return .unavailable(unavailable) }
+        guard let writer else { return .events(recent.events(from: seq, limit: limit)) }
+        writer.submitRead(.events(after: seq == 0 ? 0 : seq - 1, limit: limit), token: token)
+        return .pending
+    }
+
+    /// The reads the commit thread answered, with damaged rows reported once.
+    func finishedReads() -> [(token: UInt64, events: Result<[LifecycleEvent], StoreError>)] {
+        guard let writer else { return [] }
+        return writer.takeFinishedReads().map { done in
+            switch done.result {
+            case .events(let events, let damaged):
+                if damaged.count > quarantine.eventCount { noteQuarantined(damaged) }
+                return (done.token, events)
             }
-            // A damaged row was skipped, not sent; it is reported once.
-            if damaged.count > quarantine.eventCount { noteQuarantined(damaged) }
-            return .success(events)
-        } catch {
-            Diagnostics.error("reading the event log: \(error)")
-            return .failure(EventsUnavailable(requested: seq, oldest: recent.oldestSequence ?? committedNextSequence))
         }
     }
 }

@@ -1,12 +1,16 @@
 import Glibc
+import SceneCore
 import SceneStore
 
 /// Commits batches on a thread of its own, so that the event loop keeps parsing, applying and
 /// answering calls (for the next batch) while SQLite writes and fsyncs the previous one. One
 /// batch is in flight at a time; the loop learns of its completion through a pipe it watches.
 ///
-/// The store is shared with the loop thread for reads (the event log, a reload after a failed
-/// commit); every use of it holds `storeLock`.
+/// Reads the loop needs (a monitor's backlog from the event log, history for an exported
+/// trace) are queued here too and answered the same way, so the loop never waits for SQLite
+/// behind a commit. The one exception is the reload after a failed commit: nothing can be
+/// served until memory is back at the committed state, so the loop waits for it. Every use of
+/// the store holds `storeLock`.
 final class StoreWriter: @unchecked Sendable {
     // @unchecked: `store` is used only under `storeLock`, `slot` only under `slotLock`; the
     // descriptors are written once before the thread starts.
@@ -15,6 +19,10 @@ final class StoreWriter: @unchecked Sendable {
     private let slotLock = Lock()
     private var queued: (number: UInt64, batch: StoreBatch)?
     private var finished: (number: UInt64, result: Result<Void, StoreError>)?
+    private var readQueue: [(token: UInt64, request: StoreRead)] = []
+    private var readsDone: [(token: UInt64, result: StoreReadResult)] = []
+    /// The event log's reach as of the last commit, for the loop to consult without the store.
+    private var oldestLogged: UInt64?
     private var stopping = false
     /// Test hook: seconds to sleep before the next commit.
     private var stall: UInt32 = 0
@@ -27,6 +35,7 @@ final class StoreWriter: @unchecked Sendable {
 
     init(store: SceneStore) throws {
         self.store = store
+        oldestLogged = store.oldestLoggedSequence
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw StoreWriterError.pipe(errno) }
         wake = (fds[0], fds[1])
@@ -55,6 +64,24 @@ final class StoreWriter: @unchecked Sendable {
             throw StoreWriterError.thread(r)
         }
         running = true
+    }
+
+    /// The oldest sequence number the event log answers for, as of the last commit or read.
+    var oldestLoggedSequence: UInt64? { slotLock.locked { oldestLogged } }
+
+    /// Queues a read; its result comes back through `takeFinishedReads`, with `token`.
+    func submitRead(_ request: StoreRead, token: UInt64) {
+        slotLock.locked { readQueue.append((token, request)) }
+        signal(wake.write)
+    }
+
+    /// Reads answered since the last call (called when `completionFD` is readable).
+    func takeFinishedReads() -> [(token: UInt64, result: StoreReadResult)] {
+        slotLock.locked {
+            let done = readsDone
+            readsDone.removeAll()
+            return done
+        }
     }
 
     /// Queues a batch (the previous one must have finished).
@@ -98,19 +125,34 @@ final class StoreWriter: @unchecked Sendable {
         while true {
             let n = read(wake.read, &byte, 1)
             if n < 0 && errno == EINTR { continue }
-            let (job, stop, pause) = slotLock.locked { () -> ((number: UInt64, batch: StoreBatch)?, Bool, UInt32) in
+            let (job, stop, pause, reads) = slotLock.locked {
+                () -> ((number: UInt64, batch: StoreBatch)?, Bool, UInt32, [(token: UInt64, request: StoreRead)]) in
                 let job = queued
                 queued = nil
                 let pause = job == nil ? 0 : stall
                 if job != nil { stall = 0 }
-                return (job, stopping, pause)
+                let reads = readQueue
+                readQueue.removeAll()
+                return (job, stopping, pause, reads)
+            }
+            if !reads.isEmpty {
+                let answers = storeLock.locked { reads.map { ($0.token, answer($0.request)) } }
+                let oldest = storeLock.locked { store.oldestLoggedSequence }
+                slotLock.locked {
+                    readsDone += answers
+                    oldestLogged = oldest
+                }
+                signal(done.write)
             }
             if pause > 0 { sleep(pause) }
             if let job {
-                let result: Result<Void, StoreError> = storeLock.locked {
-                    Result { () throws(StoreError) in try store.commit(job.batch) }
+                let (result, oldest) = storeLock.locked { () -> (Result<Void, StoreError>, UInt64?) in
+                    (Result { () throws(StoreError) in try store.commit(job.batch) }, store.oldestLoggedSequence)
                 }
-                slotLock.locked { finished = (job.number, result) }
+                slotLock.locked {
+                    finished = (job.number, result)
+                    oldestLogged = oldest
+                }
                 signal(done.write)
             }
             if stop || n == 0 { return }
@@ -120,6 +162,28 @@ final class StoreWriter: @unchecked Sendable {
     private func signal(_ fd: Int32) {
         var byte: UInt8 = 1
         while write(fd, &byte, 1) < 0 && errno == EINTR {}
+    }
+}
+
+/// A read the loop asks the commit thread for.
+enum StoreRead: Sendable {
+    /// Logged events with a sequence number above `after`, at most `limit`.
+    case events(after: UInt64, limit: Int)
+}
+
+enum StoreReadResult: Sendable {
+    /// The events, and every event-log row found damaged so far (skipped, never sent).
+    case events(Result<[LifecycleEvent], StoreError>, damaged: [QuarantinedRow])
+}
+
+extension StoreWriter {
+    /// Runs one read, under `storeLock`.
+    fileprivate func answer(_ request: StoreRead) -> StoreReadResult {
+        switch request {
+        case .events(let after, let limit):
+            let events = Result { () throws(StoreError) in try store.events(after: after, limit: limit) }
+            return .events(events, damaged: store.quarantinedEvents)
+        }
     }
 }
 

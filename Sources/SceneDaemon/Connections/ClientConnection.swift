@@ -124,6 +124,8 @@ struct MonitorStream {
     var backlogNext: UInt64?
     /// Live events below this were already covered by the backlog.
     var liveFrom: UInt64
+    /// A piece of the backlog is being read by the commit thread.
+    var awaitingRead = false
 
     func matches(_ e: LifecycleEvent) -> Bool {
         if let app, e.app != app { return false }
@@ -154,7 +156,7 @@ extension ClientConnection {
     var streamHasMore: Bool {
         switch stream {
         case .listing: true
-        case .monitor(let m): m.backlogNext != nil
+        case .monitor(let m): m.backlogNext != nil && !m.awaitingRead
         case nil: false
         }
     }

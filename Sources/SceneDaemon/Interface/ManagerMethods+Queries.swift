@@ -82,9 +82,7 @@ extension ManagerVarlink {
         if c.p.has("since") {
             guard let since = try c.p.count("since") else { throw .invalidParameter("since") }
             if since < next {
-                if case .failure(let unavailable) = manager.committedEvents(from: since, limit: 1) {
-                    throw Self.error(unavailable)
-                }
+                if let unavailable = manager.checkAvailable(from: since) { throw Self.error(unavailable) }
                 stream.backlogNext = since
             } else {
                 stream.liveFrom = since

@@ -40,23 +40,53 @@ extension ManagerVarlink {
                 conn.stream = .listing(listing)
             }
         case .monitor(var monitor):
-            guard let from = monitor.backlogNext else { return }
-            switch manager.committedEvents(from: from, limit: Self.eventsPerBatch) {
-            case .success(let events):
-                for e in events where monitor.matches(e) { sendEvent(e, to: conn) }
-                if let last = events.last, last.seq + 1 < manager.committedNextSequence {
-                    monitor.backlogNext = last.seq + 1
-                } else {
-                    monitor.backlogNext = nil
-                    monitor.liveFrom = manager.committedNextSequence
-                }
-            case .failure:
+            guard let from = monitor.backlogNext, !monitor.awaitingRead else { return }
+            switch manager.committedEvents(from: from, limit: Self.eventsPerBatch, token: UInt64(conn.number)) {
+            case .events(let events):
+                deliverBacklog(events, to: conn, monitor: &monitor)
+            case .pending:
+                // The commit thread reads it; until then the stream has nothing to produce.
+                monitor.awaitingRead = true
+            case .unavailable:
                 monitor.backlogNext = nil
                 monitor.liveFrom = manager.committedNextSequence
             }
             if !conn.isClosed, conn.stream != nil { conn.stream = .monitor(monitor) }
         case nil:
             return
+        }
+    }
+
+    /// Sends a piece of a monitor's backlog and moves it on (or to live once caught up).
+    private func deliverBacklog(_ events: [LifecycleEvent], to conn: ClientConnection, monitor: inout MonitorStream) {
+        for e in events where monitor.matches(e) { sendEvent(e, to: conn) }
+        if let last = events.last, last.seq + 1 < manager.committedNextSequence {
+            monitor.backlogNext = last.seq + 1
+        } else {
+            monitor.backlogNext = nil
+            monitor.liveFrom = manager.committedNextSequence
+        }
+    }
+
+    /// The commit thread answered backlog reads: each goes to its monitor, which asks for the
+    /// next piece when its client has read this one.
+    func readsFinished() {
+        for (token, result) in manager.finishedReads() {
+            guard let conn = server.connections[Int(truncatingIfNeeded: token)], case .monitor(var monitor)? = conn.stream,
+                  monitor.awaitingRead else { continue }
+            monitor.awaitingRead = false
+            switch result {
+            case .success(let events):
+                deliverBacklog(events, to: conn, monitor: &monitor)
+            case .failure(let error):
+                Diagnostics.error("reading the event log: \(error)")
+                monitor.backlogNext = nil
+                monitor.liveFrom = manager.committedNextSequence
+            }
+            if !conn.isClosed, conn.stream != nil {
+                conn.stream = .monitor(monitor)
+                server.streamChanged(conn)
+            }
         }
     }
 
