@@ -6,7 +6,7 @@ public enum ProcessMemory {
     /// system when freed. glibc's default threshold grows with every large free, after which
     /// such buffers come from the heap and stay resident: a burst of clients holding large
     /// messages (or a hostile one) would leave the daemon's RSS high for good.
-    public static func returnLargeBuffers(threshold: Int32 = 128 << 10) {
+    public static func returnLargeBuffers(threshold: Int32 = 1 << 20) {
         _ = mallopt(M_MMAP_THRESHOLD, threshold)
     }
 }

@@ -30,14 +30,16 @@ final class ClientConnection {
     var inBatch = false
     var isDirty = false
     var onClock = false
+    /// Its last call looked like an interactive client's (few in flight, little queued).
+    var interactive = false
     /// Accepted only to be told it is over a connection limit.
     var refused = false
     /// The machine's unsent and partial bytes as last counted in the server's totals.
     var accountedUnsent = 0
     var accountedPartial = 0
-    /// When the client last took output (a write went through), or when it first had any to
-    /// take: a slow reader is the one that has gone longest without.
-    var lastReadProgress: UInt64 = 0
+    /// When a write to the client last went through (or it connected): a client whose output
+    /// does not move is not reading.
+    var lastWriteProgress: UInt64 = 0
     /// The interest last given to epoll.
     var appliedInterest = ConnectionMachine.Interest(read: false, write: false, registered: false)
 

@@ -110,16 +110,16 @@ struct ConnectionMachine: Sendable {
     struct Budget: Equatable, Sendable {
         /// Calls one connection may have handled in one loop pass while it competes with an
         /// interactive client (see `contended`), and otherwise.
-        var callsPerPass = 4
-        var callsPerPassAlone = 64
+        var callsPerPass = 8
+        var callsPerPassAlone = 1024
         /// Calls one connection may add to one batch while it competes with an interactive
         /// client, so that a flooder cannot make that client's commit wait behind its own.
-        var callsPerBatch = 4
+        var callsPerBatch = 8
         /// Replies (held + unsent) at which no more calls are taken: the client must read.
-        var maxOwedReplies = 256
+        var maxOwedReplies = 4096
         /// Owed bytes (held + unsent) at which no more calls are taken, and at which streams
         /// stop producing; below half of it both go on.
-        var owedBytesHighWater = 256 << 10
+        var owedBytesHighWater = 1 << 20
         /// How long an ending connection may take to read what it is owed.
         var lingerMicroseconds: UInt64 = 2_000_000
         /// A connection holding part of a message that sends nothing for this long is cut off.

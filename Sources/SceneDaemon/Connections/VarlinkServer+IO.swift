@@ -35,11 +35,11 @@ extension VarlinkServer {
             case .call(let call):
                 handleCall?(call, conn)
                 callsHandled &+= 1
-                // Interactive: a call that waits alone for its reply (nothing else owed, nothing
-                // queued behind it). A pipelining client always has more in flight.
-                if !call.oneway && conn.machine.owedReplies <= 1 && !conn.wire.hasCompleteMessage() {
-                    lastInteractiveCall = now()
-                }
+                // Interactive: a client that waits for its replies — a few calls in flight, little
+                // queued behind them. A flooder or a deep pipeliner always has much more.
+                conn.interactive = !call.oneway && conn.machine.owedReplies <= Self.interactiveWindow
+                    && conn.wire.bufferedInputCount <= Self.interactiveBacklog
+                if conn.interactive { lastInteractiveCall = (now(), conn.number) }
                 if !conn.inBatch {
                     conn.inBatch = true
                     batchMembers.append(conn)
@@ -61,7 +61,7 @@ extension VarlinkServer {
             }
             if n > 0 {
                 conn.wire.consumedOutput(n)
-                conn.lastReadProgress = now()
+                conn.lastWriteProgress = now()
                 let next = conn.machine.on(.wrote(bytes: n))
                 if next != .none { return next }
                 continue
@@ -129,17 +129,17 @@ extension VarlinkServer {
     /// most is cut off, until the totals are back under.
     func enforceGlobalLimits() {
         // Each round turns one connection to ending, which is never chosen again: it ends. The
-        // victim is the client that has gone longest without taking output (among those holding
-        // a fair amount), not merely the largest: a client that reads can have a large backlog
-        // for a moment, just after its replies were released.
+        // victims are clients that have taken nothing for a while, largest first: a client that
+        // reads may have a large backlog for a moment (its replies are released a batch at a
+        // time), and cutting it would punish the well-behaved. If only readers hold output, it
+        // drains by itself, and each of them is bounded by MaxOutputPerConnection.
+        let t = now()
         while unsentTotal > limits.maxBufferedOutput {
-            let holders = connections.values.filter { $0.machine.mayBeCutOff && $0.machine.outputBytes > 0 }
-            let large = holders.filter { $0.machine.outputBytes >= Self.stalledOutputFloor }
-            let victim = large.isEmpty
-                ? holders.max { $0.machine.outputBytes < $1.machine.outputBytes }
-                : large.min { ($0.lastReadProgress, -$0.machine.outputBytes) < ($1.lastReadProgress, -$1.machine.outputBytes) }
+            let victim = connections.values
+                .filter { $0.machine.mayBeCutOff && $0.machine.outputBytes > 0 && t &- $0.lastWriteProgress >= Self.staleOutput }
+                .max { $0.machine.outputBytes < $1.machine.outputBytes }
             guard let victim else { break }
-            step(victim, .limitExceeded("MaxBufferedOutput", cutOutput: true, now: now()))
+            step(victim, .limitExceeded("MaxBufferedOutput", cutOutput: true, now: t))
         }
         while partialTotal > limits.maxBufferedInput {
             guard let victim = connections.values.filter({ $0.machine.mayBeCutOff })

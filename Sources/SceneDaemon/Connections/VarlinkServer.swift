@@ -17,7 +17,7 @@ final class VarlinkServer {
     let listenFD: Int32
     let path: String
     var limits: ConnectionLimits {
-        didSet { budget.idleMicroseconds = UInt64(max(limits.idleTimeout, 1)) }
+        didSet { budget = Self.budget(for: limits) }
     }
     var budget = ConnectionMachine.Budget()
     let poller: EpollSet
@@ -40,8 +40,11 @@ final class VarlinkServer {
     private var lastBatchMembers = 0
     /// When a client with few calls in flight last made one: such a client waits for each
     /// reply, so between its calls it is not in any batch, yet still competes.
-    var lastInteractiveCall: UInt64?
-    var interactiveRecently: Bool { lastInteractiveCall.map { now() &- $0 < Self.interactiveMemory } ?? false }
+    var lastInteractiveCall: (time: UInt64, connection: Int)?
+    var interactiveRecently: Bool { lastInteractiveCall.map { now() &- $0.time < Self.interactiveMemory } ?? false }
+    /// Calls in flight, and bytes queued behind them, up to which a client is interactive.
+    static let interactiveWindow = 16
+    static let interactiveBacklog = 4 << 10
     /// How long an interactive client counts as competing after its last call (µs): far longer
     /// than its round trip, far shorter than a human's pause.
     static let interactiveMemory: UInt64 = 50_000
@@ -78,9 +81,9 @@ final class VarlinkServer {
     static let protocolViolationError = "io.scened.Manager.ProtocolViolation"
     /// Refused connections kept open at once to deliver their error; beyond, best effort.
     static let maxRefusing = 64
-    /// Unsent output from which a client counts as holding a fair amount (for choosing whom
-    /// MaxBufferedOutput cuts off).
-    static let stalledOutputFloor = 64 << 10
+    /// A client whose output has not moved for this long (µs) is not reading: only such clients
+    /// are cut off by MaxBufferedOutput.
+    static let staleOutput: UInt64 = 200_000
 
     init(loop: EventLoop, listenFD: Int32, path: String, limits: ConnectionLimits, outbox: Outbox = Outbox()) throws {
         self.loop = loop
@@ -89,7 +92,17 @@ final class VarlinkServer {
         self.path = path
         self.limits = limits
         poller = try EpollSet()
+        budget = Self.budget(for: limits)
+    }
+
+    /// The per-connection budget for these limits. A client stops being served at a quarter of
+    /// MaxOutputPerConnection owed, so its own replies (released a batch at a time) can never
+    /// push it over the limit while it reads: only a client that does not read gets there.
+    static func budget(for limits: ConnectionLimits) -> ConnectionMachine.Budget {
+        var budget = ConnectionMachine.Budget()
         budget.idleMicroseconds = UInt64(max(limits.idleTimeout, 1))
+        budget.owedBytesHighWater = min(budget.owedBytesHighWater, max(limits.maxOutputPerConnection / 4, 4096))
+        return budget
     }
 
     func start() throws {
@@ -157,6 +170,7 @@ final class VarlinkServer {
         wireLimits.maxMessageBytes = limits.maxMessageSize
         let conn = ClientConnection(number: nextNumber, fd: fd, peer: peer, limits: wireLimits, machine: machine,
                                     outbox: outbox)
+        conn.lastWriteProgress = now()
         nextNumber += 1
         do {
             try poller.add(fd, token: UInt64(conn.number), events: Self.events(conn.machine.interest))
@@ -228,11 +242,13 @@ final class VarlinkServer {
         ready.removeAll(keepingCapacity: true)
         // Contended: more than one client in this batch or the last one. A client waiting for
         // its reply is not in the batch being gathered, but still competes.
-        let contended = interactiveRecently && (max(batchMembers.count, lastBatchMembers) > 1 || turn.count > 1)
+        // While an interactive client is about, the others get small passes and batches, so that
+        // its replies never wait behind much of theirs.
+        let interactive = interactiveRecently ? lastInteractiveCall?.connection : nil
         for conn in turn {
             conn.queued = false
             guard !conn.isClosed else { continue }
-            conn.machine.contended = contended
+            conn.machine.contended = interactive != nil && interactive != conn.number && !conn.interactive
             if !conn.servedThisPass {
                 conn.servedThisPass = true
                 servedThisPass.append(conn)
@@ -297,7 +313,6 @@ final class VarlinkServer {
         let m = conn.machine
         // The machine ended the stream (cut off, peer gone): nothing more may be produced.
         if !m.streaming && conn.stream != nil { conn.stream = nil }
-        if conn.accountedUnsent == 0 && m.outputBytes > 0 { conn.lastReadProgress = now() }
         unsentTotal += m.outputBytes - conn.accountedUnsent
         conn.accountedUnsent = m.outputBytes
         partialTotal += m.partialBytes - conn.accountedPartial

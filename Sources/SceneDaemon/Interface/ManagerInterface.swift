@@ -173,6 +173,8 @@ type Event (
 
 type SessionCounts (live: int, archived: int, total: int)
 
+type LoopCounters (passes: int, calls: int, commits: int)
+
 type Status (
   version: string,
   pid: int,
@@ -188,6 +190,9 @@ type Status (
   # The sequence number the next event will get.
   nextSeq: int,
   connections: int,
+  # Counters since start: loop passes, calls handled, batches committed (calls per commit is
+  # the size of group commit; calls per pass how much each pass serves).
+  loop: LoopCounters,
   # Stored rows found damaged (at start-up, or event-log rows as read): kept, never served.
   quarantined: int,
   # normal, warning or critical.

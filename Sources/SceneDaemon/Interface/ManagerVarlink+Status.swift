@@ -33,6 +33,12 @@ extension ManagerVarlink {
         w.field("backgroundTasks", UInt64(tasks))
         w.field("nextSeq", engine.nextSequence)
         w.field("connections", UInt64(server.connectionCount))
+        w.key("loop")
+        w.beginObject()
+        w.field("passes", server.passes)
+        w.field("calls", server.callsHandled)
+        w.field("commits", manager.commits)
+        w.endObject()
         w.field("quarantined", UInt64(manager.quarantine.count))
         if let daemon {
             w.field("pressure", daemon.reclaim.level.name)
