@@ -151,6 +151,10 @@ struct ConnectionMachine: Sendable {
     /// big passes and big batches give the throughput group commit exists for.
     var contended = false
 
+    /// An interactive client's call is in the batch being gathered: while contended, this
+    /// connection adds nothing more to that batch, so that its commit is as short as it can be.
+    var batchReserved = false
+
     /// Replies owed (held or unsent): how many calls the client has in flight, about.
     var owedReplies: Int { heldReplies + outputReplies }
     /// When the last byte arrived (for the idle timeout of an unfinished message).
@@ -180,7 +184,8 @@ struct ConnectionMachine: Sendable {
     }
 
     private var withinBudget: Bool {
-        contended ? callsThisPass < budget.callsPerPass && callsThisBatch < budget.callsPerBatch
+        if contended && batchReserved { return false }
+        return contended ? callsThisPass < budget.callsPerPass && callsThisBatch < budget.callsPerBatch
             : callsThisPass < budget.callsPerPassAlone
     }
 

@@ -39,7 +39,10 @@ extension VarlinkServer {
                 // queued behind them. A flooder or a deep pipeliner always has much more.
                 conn.interactive = !call.oneway && conn.machine.owedReplies <= Self.interactiveWindow
                     && conn.wire.bufferedInputCount <= Self.interactiveBacklog
-                if conn.interactive { lastInteractiveCall = (now(), conn.number) }
+                if conn.interactive {
+                    lastInteractiveCall = (now(), conn.number)
+                    interactiveInBatch = true
+                }
                 if !conn.inBatch {
                     conn.inBatch = true
                     batchMembers.append(conn)

@@ -41,6 +41,8 @@ final class VarlinkServer {
     /// When a client with few calls in flight last made one: such a client waits for each
     /// reply, so between its calls it is not in any batch, yet still competes.
     var lastInteractiveCall: (time: UInt64, connection: Int)?
+    /// An interactive client's call is in the batch being gathered.
+    var interactiveInBatch = false
     var interactiveRecently: Bool { lastInteractiveCall.map { now() &- $0.time < Self.interactiveMemory } ?? false }
     /// Calls in flight, and bytes queued behind them, up to which a client is interactive.
     static let interactiveWindow = 16
@@ -249,6 +251,12 @@ final class VarlinkServer {
             conn.queued = false
             guard !conn.isClosed else { continue }
             conn.machine.contended = interactive != nil && interactive != conn.number && !conn.interactive
+            conn.machine.batchReserved = interactiveInBatch
+            if conn.machine.contended && interactiveInBatch && conn.machine.hasCall && !conn.inBatch {
+                // Held back from this batch: it must hear when the next one begins.
+                conn.inBatch = true
+                batchMembers.append(conn)
+            }
             if !conn.servedThisPass {
                 conn.servedThisPass = true
                 servedThisPass.append(conn)
@@ -265,6 +273,7 @@ final class VarlinkServer {
     /// A new batch began gathering: the connections of the last one may go on.
     func batchBegan() {
         lastBatchMembers = batchMembers.count
+        interactiveInBatch = false
         guard !batchMembers.isEmpty else { return }
         let members = batchMembers
         batchMembers.removeAll(keepingCapacity: true)
