@@ -116,8 +116,9 @@ extension HostileClientTests {
             try Self.expectHealthy(daemon, bystander, "after half-closed clients", watchdog: false)
         }
 
-        @Test("1,200 connections close at random points of random calls; received calls run, readers get every reply")
+        @Test("10,000 connections close at random points of random calls; received calls run, readers get every reply")
         func randomClosePoints() throws {
+            let count = 10_000
             let seed = hostileSeed()
             var rng = SplitMix64(seed: seed)
             let daemon = try DaemonProcess.hostile(watchdogUSec: 1_000_000)
@@ -128,19 +129,19 @@ extension HostileClientTests {
                 pool.append(reply["session"]?["id"]?.stringValue ?? "s1")
             }
             let baseline = try daemon.status()["connections"]?.intValue ?? -1
-            let reader = BackgroundLoad.checkedBatches(socket: daemon.socketPath, seconds: 25)
+            let reader = BackgroundLoad.checkedBatches(socket: daemon.socketPath, seconds: 180)
             #expect(reader.waitStarted(seconds: 5))
 
             var whole: [String] = []
             var partial: [String] = []
             var failure: String?
-            let deadline = Deadline(seconds: 14)
+            let deadline = Deadline(seconds: 150)
             var performed = 0
             // A wedge shows at the next check, up to 50 connections later: keep those plans.
             var recent: [String] = []
-            for index in 0..<1200 {
+            for index in 0..<count {
                 if deadline.hasPassed {
-                    failure = "only \(index) of 1,200 connections within 14 s"
+                    failure = "only \(index) of \(count) connections within 150 s"
                     break
                 }
                 let plan = ClosePlan.random(&rng, index: index, pool: pool)
@@ -193,7 +194,7 @@ extension HostileClientTests {
                 return connections == baseline
             }
             #expect(released, "seed \(seed): \(connections) connections open after the abuse, \(baseline) before")
-            try Self.expectHealthy(daemon, bystander, "seed \(seed): after 1,200 random early closes")
+            try Self.expectHealthy(daemon, bystander, "seed \(seed): after \(count) random early closes")
         }
     }
 }

@@ -184,7 +184,8 @@ struct ConnectionMachine: Sendable {
     }
 
     private var withinBudget: Bool {
-        if contended && batchReserved { return false }
+        // A gone peer's last calls are not held back: it has no replies to make anyone wait for.
+        if contended && batchReserved && phase != .peerGone { return false }
         return contended ? callsThisPass < budget.callsPerPass && callsThisBatch < budget.callsPerBatch
             : callsThisPass < budget.callsPerPassAlone
     }

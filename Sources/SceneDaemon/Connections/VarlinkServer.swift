@@ -24,6 +24,7 @@ final class VarlinkServer {
     private var listenSource: IOSource?
     private var pollerSource: IOSource?
     private var resumeTimer: TimerSource?
+    private var contentionTimer: TimerSource?
     var clockTimer: TimerSource?
     private(set) var connections: [Int: ClientConnection] = [:]
     private var nextNumber = 1
@@ -118,6 +119,8 @@ final class VarlinkServer {
         }
         resumeTimer = try loop.addTimer(at: UInt64.max, accuracy: 10_000) { me.takeUnretainedValue().resumeAccepting() }
         resumeTimer?.disarm()
+        contentionTimer = try loop.addTimer(at: UInt64.max, accuracy: 1_000) { me.takeUnretainedValue().contentionEnded() }
+        contentionTimer?.disarm()
         clockTimer = try loop.addTimer(at: UInt64.max, accuracy: 50_000) { me.takeUnretainedValue().tickClocks() }
         clockTimer?.disarm()
     }
@@ -240,7 +243,9 @@ final class VarlinkServer {
     /// Gives each connection that was ready at the start of the pass one turn.
     func serve() {
         guard !ready.isEmpty else { return }
-        let turn = ready
+        // Interactive clients first: their call reserves the batch before bulk clients fill it.
+        var turn = ready.filter { $0.interactive }
+        if turn.isEmpty { turn = ready } else { turn += ready.lazy.filter { !$0.interactive } }
         ready.removeAll(keepingCapacity: true)
         // Contended: more than one client in this batch or the last one. A client waiting for
         // its reply is not in the batch being gathered, but still competes.
@@ -252,7 +257,7 @@ final class VarlinkServer {
             guard !conn.isClosed else { continue }
             conn.machine.contended = interactive != nil && interactive != conn.number && !conn.interactive
             conn.machine.batchReserved = interactiveInBatch
-            if conn.machine.contended && interactiveInBatch && conn.machine.hasCall && !conn.inBatch {
+            if conn.machine.contended && interactiveInBatch && !conn.inBatch {
                 // Held back from this batch: it must hear when the next one begins.
                 conn.inBatch = true
                 batchMembers.append(conn)
@@ -270,17 +275,46 @@ final class VarlinkServer {
         }
     }
 
-    /// A new batch began gathering: the connections of the last one may go on.
+    /// A new batch began gathering. While an interactive client competes, a bulk client's
+    /// calls come in rounds: its budget is fresh only when a batch holding an interactive
+    /// call begins (or contention ends), so it adds at most `callsPerBatch` calls per
+    /// interactive call however fast commits go. Everyone else goes on at once.
     func batchBegan() {
         lastBatchMembers = batchMembers.count
+        let roundEnds = interactiveInBatch || !interactiveRecently
         interactiveInBatch = false
+        releaseMembers(holdingContended: !roundEnds)
+    }
+
+    private func releaseMembers(holdingContended: Bool) {
         guard !batchMembers.isEmpty else { return }
         let members = batchMembers
         batchMembers.removeAll(keepingCapacity: true)
         for conn in members {
+            if holdingContended && conn.machine.contended && !conn.isClosed {
+                batchMembers.append(conn)
+                continue
+            }
             conn.inBatch = false
+            // The reservation was the old batch's; the next serve decides the new one's.
+            conn.machine.batchReserved = false
             if !conn.isClosed { step(conn, .batchBegan) }
         }
+        if !batchMembers.isEmpty, let last = lastInteractiveCall {
+            // Contention ends if no interactive call comes: the round must not outlive it.
+            _ = contentionTimer?.reschedule(at: last.time &+ Self.interactiveMemory)
+        }
+    }
+
+    /// No interactive call for a while: the held bulk clients go on.
+    private func contentionEnded() {
+        guard !interactiveRecently, !batchMembers.isEmpty else {
+            if let last = lastInteractiveCall, !batchMembers.isEmpty {
+                _ = contentionTimer?.reschedule(at: last.time &+ Self.interactiveMemory)
+            }
+            return
+        }
+        releaseMembers(holdingContended: false)
     }
 
     // MARK: - Stepping machines
