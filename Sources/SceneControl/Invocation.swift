@@ -48,6 +48,16 @@ public final class Invocation {
         }
     }
 
+    /// A connection of its own (top queries on one while Monitor streams on another); `timeout`
+    /// nil for a stream.
+    func openConnection(timeout: Duration?) throws -> ManagerTransport {
+        do {
+            return try context.connect(socket.path, timeout)
+        } catch let error as VarlinkClientError {
+            throw ErrorReport.control(for: error, socket: socket, noneExisted: socket.noneExisted(context))
+        }
+    }
+
     private func connect() throws -> ManagerTransport {
         if let transport { return transport }
         do {
