@@ -10,9 +10,8 @@ __scenectl_ids() {
         while read -r id _; do printf '%s\n' "$id"; done
 }
 
-# COMPREPLY from the words in $1 that start with $cur.
+# COMPREPLY from the words in $1 (separated by blanks or newlines) that start with $cur.
 __scenectl_reply() {
-    local IFS=$'\n'
     COMPREPLY=($(compgen -W "$1" -- "$cur"))
 }
 
@@ -40,14 +39,14 @@ _scenectl() {
     local -a args=()
     for ((i = 1; i < COMP_CWORD; i++)); do
         word=${COMP_WORDS[i]}
-        if [[ $word == --socket && $((i + 1)) -lt COMP_CWORD ]]; then
-            __scenectl_socket=(--socket "${COMP_WORDS[i+1]}")
-            ((i++))
+        if [[ $word == --socket && ${COMP_WORDS[i+1]} == = ]]; then
+            ((i + 2 < COMP_CWORD)) && __scenectl_socket=(--socket "${COMP_WORDS[i+2]}")
+            ((i += 2))
             continue
         fi
-        if [[ $word == --socket && ${COMP_WORDS[i+1]} == = && $((i + 2)) -lt COMP_CWORD ]]; then
-            __scenectl_socket=(--socket "${COMP_WORDS[i+2]}")
-            ((i += 2))
+        if [[ $word == --socket ]]; then
+            ((i + 1 < COMP_CWORD)) && __scenectl_socket=(--socket "${COMP_WORDS[i+1]}")
+            ((i++))
             continue
         fi
         [[ -z $after_dashdash && $word == -- ]] && { after_dashdash=1; continue; }
@@ -60,7 +59,7 @@ _scenectl() {
                     --configuration | --footprint | --user-info | --restore-cost | --base64 | --name | \
                     --state | --condition | --policy | --budget | --svg | --generate | --seed | --size | \
                     --out | --scenarios | --seeds | --budgets | --sessions | --aging | --settle | --delay | \
-                    --order | --legend)
+                    --order | --legend | -d | -o)
                     ((i++))
                     [[ ${COMP_WORDS[i]} == = ]] && ((i++))
                     ;;
@@ -93,9 +92,9 @@ _scenectl() {
         --policy) __scenectl_reply 'ours lru largest chrome lmkd opt'; return ;;
         --generate | --scenarios) __scenectl_reply 'mix pingpong size spikes acks'; return ;;
         --size) __scenectl_reply 'fixture full'; return ;;
-        --order) __scenectl_reply 'footprint state name activity'; return ;;
+        --order | -o) __scenectl_reply 'footprint state name activity'; return ;;
         --lines | -n) __scenectl_reply 'all 10 50 100'; return ;;
-        --since | --for | --configuration | --footprint | --user-info | --restore-cost | --base64 | --name | \
+        --since | --for | --configuration | --footprint | --user-info | --restore-cost | --base64 | --name | -d | \
             --budget | --seed | --seeds | --budgets | --sessions | --aging | --settle | --delay)
             return ;;
     esac
@@ -105,7 +104,7 @@ _scenectl() {
         local own=
         case $verb in
             monitor) own='--app --session --since' ;;
-            top) own='--delay --order' ;;
+            top) own='-d --delay -o --order' ;;
             logs) own='--app -n --lines -f --follow --journal-directory' ;;
             'pressure set') own='--for' ;;
             simulate) own='--policy --budget --svg --generate --seed --size --out --sweep --scenarios --seeds
@@ -118,7 +117,7 @@ _scenectl() {
         esac
         __scenectl_reply "$global_flags $own"
         [[ ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null
-        return
+        return 0
     fi
 
     # The verb, a group's second word, then its arguments.
@@ -142,6 +141,7 @@ _scenectl() {
         'pressure set') [[ $n -eq 0 ]] && __scenectl_reply 'warning critical' ;;
         simulate) [[ $n -eq 0 ]] && COMPREPLY=($(compgen -f -X '!*.jsonl' -- "$cur") $(compgen -d -- "$cur")) ;;
     esac
+    return 0
 }
 
 complete -F _scenectl scenectl

@@ -37,15 +37,16 @@ struct TopScreen {
         top.append("")
         let reclaimLines = reclaimSection(time: time)
         let footer = footerLine()
-        // The tables share what the header, the reclaim list and the footer leave.
+        // The tables share what the header, the reclaim list, the blank line between the
+        // tables and the footer leave: apps (few, and each sums up its sessions) get what they
+        // need up to a third of it, at least four lines; sessions the rest.
         let room = max(0, height - top.count - reclaimLines.count - 2)
         let appRows = sortedApps(), sessionRows = sortedSessions()
-        // Apps get up to a third of the room (they are few), sessions the rest.
-        let appShare = min(appRows.count + 1, max(3, room / 3))
+        let appShare = min(appRows.count + 1, max(4, room / 3), room)
         var lines = top
         lines += table(appTable(appRows), rows: appShare)
         lines.append("")
-        lines += table(sessionTable(sessionRows, time: time), rows: max(0, room - appShare - 1))
+        lines += table(sessionTable(sessionRows, time: time), rows: room - appShare)
         lines += reclaimLines
         while lines.count < height - 1 { lines.append("") }
         lines = Array(lines.prefix(height - 1)) + [footer]
@@ -146,7 +147,7 @@ struct TopScreen {
 
     private func reclaimSection(time: TimeFormatter) -> [String] {
         var lines = ["Recent reclaim:" + (reclaims.isEmpty ? " none seen" : "")]
-        for event in reclaims.suffix(4) {
+        for event in reclaims.suffix(3) {
             let note = event.object("reclaim") ?? [:]
             let freed = (note.integer("usageBefore") ?? 0) - (note.integer("usageAfter") ?? 0)
             var text = time.clockTime(event.integer("time") ?? 0).prefix(8) + " " + (event.text("event") ?? "?")
@@ -161,7 +162,8 @@ struct TopScreen {
 
     private func footerLine() -> String {
         let orderText = order.rawValue + (reversed ? ", reversed" : "")
-        return "q:quit f:footprint s:state n:name a:activity r:reverse space:refresh [\(orderText)]"
+        // Within 80 columns for every order (space refreshes too; see scenectl top --help).
+        return "q:quit f:footprint s:state n:name a:activity r:reverse  [\(orderText)]"
     }
 
     // MARK: Order
