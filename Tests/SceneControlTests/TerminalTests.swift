@@ -57,7 +57,7 @@ import Varlink
         #expect(reversed == order.reversed())
         try tmux.send("q")
         var status: Int32?
-        #expect(try waitUntil(seconds: 5) { status = try tmux.exitStatus(); return status != nil }, "q did not end top")
+        #expect(try waitUntil(seconds: 20) { status = try tmux.exitStatus(); return status != nil }, "q did not end top")
         #expect(status == 0)
         // The alternate screen was left: the shell's screen is back, without top's lines.
         #expect(try !tmux.screen().contains { $0.hasPrefix("Pressure:") })
