@@ -58,7 +58,7 @@ struct TopScreen {
         let counts = status.object("sessions") ?? [:]
         var first = "scened \(status.text("version") ?? "?")"
         if let uptime = status.integer("uptime") {
-            first += " - up " + TimeSpanText.short(uptime)
+            first += " - up " + TimeFormatter.uptime(uptime)
         }
         first += " - \(int("connections")) client\(int("connections") == 1 ? "" : "s")"
         if let problem { first += " - " + problem }
@@ -250,17 +250,5 @@ extension String {
     /// Padded with spaces to `width` characters.
     fileprivate func padding(_ width: Int) -> String {
         count >= width ? self : self + String(repeating: " ", count: width - count)
-    }
-}
-
-/// Uptime as top writes it: "3 days 4:05", "1:02:03", "12min 5s".
-enum TimeSpanText {
-    static func short(_ usec: Int64) -> String {
-        let seconds = max(0, usec / 1_000_000)
-        let days = seconds / 86_400, hours = seconds / 3600 % 24, minutes = seconds / 60 % 60, secs = seconds % 60
-        func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        if days > 0 { return "\(days) day\(days == 1 ? "" : "s") \(hours):\(two(minutes))" }
-        if hours > 0 { return "\(hours):\(two(minutes)):\(two(secs))" }
-        return "\(minutes)min \(secs)s"
     }
 }

@@ -1,6 +1,5 @@
 import Glibc
 import SceneCore
-import Synchronization
 import Varlink
 
 extension Verb {
@@ -66,7 +65,7 @@ struct TopCommand {
         let terminal = TopTerminal()
         terminal.enter()
         defer { terminal.restore() }
-        var lastRefresh = monotonicMicroseconds()
+        var lastRefresh = Self.monotonicNow()
         var dirty = false
         var redraw = true
         var size = TopTerminal.size()
@@ -93,7 +92,7 @@ struct TopCommand {
             for event in events { screen.note(event) }
             if !events.isEmpty { dirty = true; redraw = true }
             if let ended, screen.problem == nil { screen.problem = ended; redraw = true }
-            let now = monotonicMicroseconds()
+            let now = Self.monotonicNow()
             if force || now - lastRefresh >= delay || (dirty && now - lastRefresh >= Self.minimumRefresh) {
                 do {
                     try refresh(queries)
@@ -127,6 +126,12 @@ struct TopCommand {
         for event in seen { screen.note(event) }
     }
 
+    static func monotonicNow() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000 + UInt64(ts.tv_nsec) / 1000
+    }
+
     mutating func refresh(_ connection: ManagerTransport) throws {
         func call(_ method: String) throws -> JSONObject {
             try connection.call(ErrorReport.interface + "." + method, [:])
@@ -141,80 +146,4 @@ struct TopCommand {
         }
         screen.sessions = sessions
     }
-}
-
-/// Monitor on a thread of its own, its events handed to the screen's loop through a queue.
-final class MonitorFeed: Sendable {
-    private struct State {
-        var events: [JSONObject] = []
-        var ended: String?
-    }
-    private let state = Mutex(State())
-
-    /// The connection is used by the feed's thread only from here on.
-    static func start(_ connection: ManagerTransport, since: Int64) throws -> MonitorFeed {
-        let feed = MonitorFeed()
-        let handOver = UncheckedBox(connection)
-        try startThread {
-            let connection = handOver.value
-            do {
-                do {
-                    try feed.follow(connection, ["since": .int(since)])
-                } catch let error as VarlinkError where error.name == ErrorReport.interface + ".EventsUnavailable" {
-                    try feed.follow(connection, [:])
-                }
-                feed.state.withLock { $0.ended = "the event stream ended" }
-            } catch {
-                feed.state.withLock { $0.ended = "event stream: \(error)" }
-            }
-        }
-        return feed
-    }
-
-    private func follow(_ connection: ManagerTransport, _ parameters: JSONObject) throws {
-        try connection.callMore(ErrorReport.interface + ".Monitor", parameters) { reply in
-            if let event = reply.object("event") { state.withLock { $0.events.append(event) } }
-            return true
-        }
-    }
-
-    /// The events since the last call, and why the stream ended if it did.
-    func take() -> (events: [JSONObject], ended: String?) {
-        state.withLock { state in
-            defer { state.events.removeAll(keepingCapacity: true) }
-            return (state.events, state.ended)
-        }
-    }
-}
-
-/// Hands a value that is not Sendable to exactly one other thread, which alone uses it after.
-struct UncheckedBox<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
-}
-
-/// Runs `body` on a new detached thread.
-func startThread(_ body: @escaping @Sendable () -> Void) throws {
-    final class Start: Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    var thread = pthread_t()
-    let start = Unmanaged.passRetained(Start(body)).toOpaque()
-    let rc = pthread_create(&thread, nil, { argument in
-        let start = Unmanaged<Start>.fromOpaque(argument!).takeRetainedValue()
-        start.body()
-        return nil
-    }, start)
-    guard rc == 0 else {
-        Unmanaged<Start>.fromOpaque(start).release()
-        throw ControlError(.failure, "cannot start a thread: \(String(cString: strerror(rc)))")
-    }
-    pthread_detach(thread)
-}
-
-func monotonicMicroseconds() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000 + UInt64(ts.tv_nsec) / 1000
 }
