@@ -2,7 +2,7 @@ import Glibc
 import ScenedTestSupport
 
 /// A tmux server of the test's own (its own socket, no configuration but remain-on-exit, so a
-/// pane's last screen and exit status can be read), with one 80×24 window running a command.
+/// pane's last screen can be read), with one 80×24 window running a command.
 /// Killed when released.
 final class Tmux {
     let tmux: String
@@ -59,27 +59,12 @@ final class Tmux {
         guard sent.status == 0 else { throw TestFailure("send-keys failed:\n\(sent.summary)") }
     }
 
-    /// The exit status once the pane's command has ended, nil while it runs.
-    func exitStatus() throws -> Int32? {
-        let shown = try run([tmux, "-L", socketName, "display-message", "-p", "-t", "t", "#{pane_dead} #{pane_dead_status}"],
-                            in: directory.path, timeout: 10)
-        let words = shown.stdout.split(separator: " ").map { String($0).trimmingCharacters(in: " \n") }
-        return words.first == "1" ? Int32(words.count > 1 ? words[1] : "") : nil
-    }
-
     static func quote(_ word: String) -> String {
         "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 }
 
 extension String {
-    fileprivate func trimmingCharacters(in set: String) -> String {
-        var text = Substring(self)
-        while let c = text.first, set.contains(c) { text = text.dropFirst() }
-        while let c = text.last, set.contains(c) { text = text.dropLast() }
-        return String(text)
-    }
-
     fileprivate func replacingOccurrences(of target: String, with replacement: String) -> String {
         split(separator: Character(target), omittingEmptySubsequences: false).joined(separator: replacement)
     }
