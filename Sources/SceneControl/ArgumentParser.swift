@@ -23,8 +23,8 @@ enum ArgumentParser {
         func spec(short letter: Character) -> OptionSpec? {
             (command.verb?.options ?? []).first { $0.short == letter } ?? GlobalOptions.specs.first { $0.short == letter }
         }
-        func record(_ spec: OptionSpec, _ value: String?) {
-            if command.global.apply(spec, value: value) { return }
+        func record(_ spec: OptionSpec, _ value: String?) throws(ControlError) {
+            if try command.global.apply(spec, value: value) { return }
             if let value { command.options.values[spec.long] = value } else { command.options.flags.insert(spec.long) }
         }
         func unknown(_ option: String) -> ControlError {
@@ -42,17 +42,19 @@ enum ArgumentParser {
                 let name = body.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
                 let inline = body.firstIndex(of: "=").map { String(body[body.index(after: $0)...]) }
                 guard let option = spec(long: name) else { throw unknown("--" + name) }
-                if option.takesValue {
+                if option.optionalValue {
+                    try record(option, inline)
+                } else if option.takesValue {
                     if let inline {
-                        record(option, inline)
+                        try record(option, inline)
                     } else {
                         guard i < arguments.count else { throw .usage("option '--\(name)' needs a value \(option.value!)") }
-                        record(option, arguments[i])
+                        try record(option, arguments[i])
                         i += 1
                     }
                 } else {
                     guard inline == nil else { throw .usage("option '--\(name)' takes no value") }
-                    record(option, nil)
+                    try record(option, nil)
                 }
             } else if !optionsEnded && argument.hasPrefix("-") && argument.count > 1
                         && !argument.dropFirst().first!.isNumber {
@@ -62,14 +64,15 @@ enum ArgumentParser {
                     letters = letters.dropFirst()
                     guard let option = spec(short: letter) else { throw unknown("-" + String(letter)) }
                     guard option.takesValue else {
-                        record(option, nil)
+                        // The short form of an optional-value option (-j) takes none: "".
+                        try record(option, option.optionalValue ? "" : nil)
                         continue
                     }
                     if !letters.isEmpty {
-                        record(option, String(letters))
+                        try record(option, String(letters))
                     } else {
                         guard i < arguments.count else { throw .usage("option '-\(letter)' needs a value \(option.value!)") }
-                        record(option, arguments[i])
+                        try record(option, arguments[i])
                         i += 1
                     }
                     break

@@ -22,6 +22,14 @@ public struct Context {
     public var shouldStop: () -> Bool
     /// The binary exits 0 on SIGINT/SIGTERM while streaming; tests keep their own handlers.
     public var exitOnInterrupt: Bool
+    /// Whether stdout is a terminal: it decides the pager and what -j prints.
+    public var stdoutIsTerminal: Bool
+    /// Environment variables as set, an empty value included (SCENECTL_PAGER= turns the pager off).
+    public var variable: (String) -> String?
+    /// Whether an executable file exists at a path (the pager fallbacks less and more).
+    public var executable: (String) -> Bool
+    /// Starts a pager and points stdout at it; nil when none could be started.
+    public var startPager: (PagerChoice) -> PagerProcess?
 
     public init(out: TextOutput, err: TextOutput,
                 environment: @escaping (String) -> String? = { _ in nil },
@@ -31,7 +39,11 @@ public struct Context {
                 now: @escaping () -> UInt64 = { Clock.realtime.now() },
                 utc: Bool = false,
                 shouldStop: @escaping () -> Bool = { false },
-                exitOnInterrupt: Bool = false) {
+                exitOnInterrupt: Bool = false,
+                stdoutIsTerminal: Bool = false,
+                variable: ((String) -> String?)? = nil,
+                executable: @escaping (String) -> Bool = { access($0, X_OK) == 0 },
+                startPager: @escaping (PagerChoice) -> PagerProcess? = { _ in nil }) {
         self.out = out
         self.err = err
         self.environment = environment
@@ -42,6 +54,10 @@ public struct Context {
         self.utc = utc
         self.shouldStop = shouldStop
         self.exitOnInterrupt = exitOnInterrupt
+        self.stdoutIsTerminal = stdoutIsTerminal
+        self.variable = variable ?? environment
+        self.executable = executable
+        self.startPager = startPager
     }
 
     /// The real thing: stdout, stderr, the process environment, a Unix socket.
@@ -58,6 +74,9 @@ public struct Context {
                 try TrustedServer.check(client, path: path)
                 return client
             },
-            exitOnInterrupt: true)
+            exitOnInterrupt: true,
+            stdoutIsTerminal: isatty(1) == 1,
+            variable: { name in getenv(name).map { String(cString: $0) } },
+            startPager: PagerProcess.start)
     }
 }

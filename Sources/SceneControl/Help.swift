@@ -26,9 +26,12 @@ enum Help {
 
             Environment:
               SCENED_SOCKET               The daemon's socket when --socket is not given
+              SCENECTL_PAGER, PAGER       The pager on a terminal (first set wins; else less,
+                                          else more; empty or "cat": none)
+              SCENECTL_LESS               Options for less instead of FRSXMK
 
             Errors go to stderr as 'scenectl: MESSAGE', with nothing on stdout.
-            See 'scenectl COMMAND --help' for a command's options.
+            See 'scenectl COMMAND --help' for a command's options, and scenectl(1).
 
             """
         return out
@@ -40,7 +43,8 @@ enum Help {
         if !verb.options.isEmpty {
             out += "\nOptions:\n" + verb.options.map { entry($0.synopsis, $0.help) }.joined()
         }
-        out += "\nGlobal options: --socket PATH, --json, -v/--verbose, --no-legend, -h/--help\n"
+        out += "\nGlobal options: --socket PATH, -j/--json[=MODE], -v/--verbose, --legend=BOOL,\n"
+            + "--no-legend, --no-pager, -q/--quiet, -h/--help (see 'scenectl --help')\n"
         return out
     }
 

@@ -48,6 +48,16 @@ public final class Invocation {
         }
     }
 
+    /// A connection of its own (top queries on one while Monitor streams on another); `timeout`
+    /// nil for a stream.
+    func openConnection(timeout: Duration?) throws -> ManagerTransport {
+        do {
+            return try context.connect(socket.path, timeout)
+        } catch let error as VarlinkClientError {
+            throw ErrorReport.control(for: error, socket: socket, noneExisted: socket.noneExisted(context))
+        }
+    }
+
     private func connect() throws -> ManagerTransport {
         if let transport { return transport }
         do {
@@ -71,13 +81,19 @@ public final class Invocation {
         try context.out.write(text)
     }
 
-    /// One compact JSON object on one line (--json).
+    /// One JSON object: compact on one line (--json, --json=short), or indented (--json=pretty).
     func json(_ object: JSONObject) throws {
-        try line(JSONValue.object(object).serializedString())
+        if global.jsonMode == .pretty {
+            try line(PrettyJSON.render(.object(object)))
+        } else {
+            try line(JSONValue.object(object).serializedString())
+        }
     }
 
-    /// Quiet on success like systemctl; --json prints the reply, -v the events it caused.
+    /// Quiet on success like systemctl; --json prints the reply, -v the events it caused, and
+    /// -q nothing at all.
     func reportChange(_ reply: JSONObject, primary: String? = nil) throws {
+        if global.quiet { return }
         if global.json {
             try json(reply)
             return

@@ -93,6 +93,12 @@ struct JournalView {
     /// journalctl -o json: every field (a repeated one as an array, a binary one as an array of
     /// byte values), plus __CURSOR and __REALTIME_TIMESTAMP.
     static func jsonLine(_ entry: JournalEntry) -> String {
+        JSONValue.object(jsonObject(entry)).serializedString()
+    }
+
+    /// The entry as journalctl -o json shows it: one member per field, repeated fields as arrays,
+    /// binary values as arrays of bytes.
+    static func jsonObject(_ entry: JournalEntry) -> JSONObject {
         var object = JSONObject()
         if let cursor = entry.cursor { object["__CURSOR"] = .string(cursor) }
         object["__REALTIME_TIMESTAMP"] = .string(String(entry.realtime))
@@ -107,7 +113,7 @@ struct JournalView {
             let all = values[name]!
             object[name] = all.count == 1 ? all[0] : .array(all)
         }
-        return JSONValue.object(object).serializedString()
+        return object
     }
 
     /// The text when it is valid UTF-8 without control characters other than newline and tab.

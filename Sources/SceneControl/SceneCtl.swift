@@ -14,16 +14,25 @@ public enum SceneCtl {
     }
 
     public static func run(_ arguments: [String], context: Context) -> Int32 {
+        var pager: PagerProcess?
+        // The pager is waited for after the error message too, so that the prompt comes last.
+        defer { pager?.finish() }
         do {
-            try execute(arguments, context)
+            try execute(arguments, context, pager: &pager)
             return ExitStatus.success.rawValue
         } catch {
             return report(error, context)
         }
     }
 
-    private static func execute(_ arguments: [String], _ context: Context) throws {
-        let command = try ArgumentParser.parse(arguments)
+    private static func execute(_ arguments: [String], _ context: Context, pager: inout PagerProcess?) throws {
+        var command = try ArgumentParser.parse(arguments)
+        if command.global.jsonMode == .auto { command.global.jsonMode = context.stdoutIsTerminal ? .pretty : .short }
+        if pages(command), let choice = PagerChoice.choose(
+            enabled: command.global.pager, stdoutIsTerminal: context.stdoutIsTerminal,
+            variable: context.variable, executable: context.executable) {
+            pager = context.startPager(choice)
+        }
         if command.global.version {
             try context.out.write("scenectl \(version)\n")
             return
@@ -42,6 +51,15 @@ public enum SceneCtl {
         try checkArity(verb, command.arguments.count)
         try verb.run(Invocation(verb: verb, global: command.global, options: command.options,
                                 arguments: command.arguments, context: context))
+    }
+
+    /// Output that streams or redraws (monitor, logs -f, top) is never paged; the rest is, as
+    /// systemctl pages everything it prints.
+    static func pages(_ command: ParsedCommand) -> Bool {
+        if command.global.version { return false }
+        if command.global.help { return true }
+        let verb = command.verb ?? Verb.all.first { $0.name == Verb.defaultName }!
+        return verb.pages && !command.options.flag("follow")
     }
 
     private static func checkArity(_ verb: Verb, _ count: Int) throws(ControlError) {

@@ -76,3 +76,15 @@ extension String {
         return out + rest
     }
 }
+
+extension TimeFormatter {
+    /// Uptime as top writes it: "3 days 4:05", "1:02:03", "12min 5s".
+    static func uptime(_ usec: Int64) -> String {
+        let seconds = max(0, usec / 1_000_000)
+        let days = seconds / 86_400, hours = seconds / 3600 % 24, minutes = seconds / 60 % 60, secs = seconds % 60
+        func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        if days > 0 { return "\(days) day\(days == 1 ? "" : "s") \(hours):\(two(minutes))" }
+        if hours > 0 { return "\(hours):\(two(minutes)):\(two(secs))" }
+        return "\(minutes)min \(secs)s"
+    }
+}

@@ -15,6 +15,8 @@ public struct Verb: Sendable {
     public var arguments: ClosedRange<Int>
     /// Streams (monitor): no reply timeout.
     public var streaming: Bool
+    /// Its output may go through a pager: not for what streams or redraws the screen.
+    public var pages: Bool
     public var run: @Sendable (Invocation) throws -> Void
 
     public enum Section: String, Sendable, CaseIterable {
@@ -26,7 +28,7 @@ public struct Verb: Sendable {
 
     public init(_ name: String, section: Section, synopsis: String = "", summary: String, details: String = "",
                 options: [OptionSpec] = [], arguments: ClosedRange<Int> = 0...0, streaming: Bool = false,
-                run: @escaping @Sendable (Invocation) throws -> Void) {
+                pages: Bool? = nil, run: @escaping @Sendable (Invocation) throws -> Void) {
         self.name = name
         self.section = section
         self.synopsis = synopsis
@@ -35,12 +37,13 @@ public struct Verb: Sendable {
         self.options = options
         self.arguments = arguments
         self.streaming = streaming
+        self.pages = pages ?? !streaming
         self.run = run
     }
 
     /// Every verb, in help order.
     public static let all: [Verb] = [
-        .status, .reload, .monitor, .logs, .pressure, .pressureSet, .pressureClear, .pressurePlan, .simulate,
+        .status, .reload, .monitor, .top, .logs, .pressure, .pressureSet, .pressureClear, .pressurePlan, .simulate,
         .list, .show, .connect, .activate, .deactivate, .background, .disconnect, .discard,
         .saveState, .setUserInfo, .setFootprint, .setProtected,
         .apps, .showApp, .launch, .terminate, .memoryWarning, .setAppFootprint,

@@ -35,7 +35,7 @@ extension Verb {
             do {
                 try JournalView.read(reader, count: count, follow: follow, shouldStop: invocation.context.shouldStop) { entry in
                     if invocation.global.json {
-                        try invocation.line(JournalView.jsonLine(entry))
+                        try invocation.json(JournalView.jsonObject(entry))
                     } else if let line = JournalView.shortLine(entry, time: invocation.time) {
                         try invocation.line(line)
                     }
@@ -44,7 +44,9 @@ extension Verb {
             } catch let error as SystemdError {
                 throw ControlError(.failure, "cannot read the journal: \(error)")
             }
-            if shown == 0 && !follow && !invocation.global.json { try invocation.line("-- No entries --") }
+            if shown == 0 && !follow && !invocation.global.json && !invocation.global.quiet {
+                try invocation.line("-- No entries --")
+            }
         })
 }
 

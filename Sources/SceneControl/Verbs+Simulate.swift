@@ -8,7 +8,7 @@ extension Verb {
     static let simulate = Verb(
         "simulate", section: .daemon, synopsis: "[TRACE.jsonl] [--policy P,...] [--budget B] [--svg FILE] ...",
         summary: "Replay a trace against the reclaim policy and its baselines (no daemon)",
-        details: "Replays a JSON-lines trace (reclaim-policy.md §3.7) on a virtual clock through the real reclaim policy and the baselines lru, largest, chrome, lmkd and opt (Belady), and prints the metrics of each: restores, weighted restore cost, peak and overshoot, time to relief, foreground violations, pressure discards, regret rate, decision cost and gap closed. --json prints one object per policy. Without a trace: --generate writes or replays a seeded scenario, --sweep replays scenarios × seeds × budgets, --decision-bench times decide().",
+        details: "Replays a JSON-lines trace (its format is in scenectl(1); examples in /usr/share/doc/scened/examples) on a virtual clock through the real reclaim policy and the baselines lru, largest, chrome, lmkd and opt (Belady), and prints the metrics of each: restores, weighted restore cost, peak and overshoot, time to relief, foreground violations, pressure discards, regret rate, decision cost and gap closed. --json prints one object per policy. Without a trace: --generate writes or replays a seeded scenario, --sweep replays scenarios × seeds × budgets, --decision-bench times decide().",
         options: [
             OptionSpec("policy", value: "P,...", "ours, lru, largest, chrome, lmkd, opt (default: all)"),
             OptionSpec("budget", value: "B", "Base budget: bytes (1.5G, 800M) or a share of the working set (50%)"),

@@ -69,7 +69,9 @@ public enum DaemonMain {
         // Only what was left out is kept: the snapshot itself would double the sessions' memory.
         let quarantined: [QuarantinedRow]
         let recordingFailure: StoreError?
+        let heartbeat = LoadHeartbeat.start()
         do {
+            defer { heartbeat.stop() }
             store = try SceneStore(path: stateDirectory + "/" + DaemonPaths.databaseName,
                                    durability: settings.durability, eventLogCapacity: settings.eventLogSize,
                                    recover: recover)
@@ -90,10 +92,20 @@ public enum DaemonMain {
         let listenFD: Int32
         let socketPath: String
         let ownsSocket: Bool
-        let inherited = ServiceManager.listenFDs(unsetEnvironment: true)
-        if let first = inherited.first {
-            guard inherited.count == 1, ServiceManager.isUnixStreamListener(first.fd) else {
-                return fail("expected exactly one listening AF_UNIX stream socket from socket activation, got \(inherited.count)", errno: EBADF)
+        let activation: SocketActivation.Choice?
+        do {
+            activation = try SocketActivation.choose(ServiceManager.listenFDs(unsetEnvironment: true))
+        } catch {
+            return fail("socket activation: \(error)", errno: EBADF)
+        }
+        if let activation {
+            let first = activation.listener
+            guard ServiceManager.isUnixStreamListener(first.fd) else {
+                return fail("socket activation: the '\(first.name ?? "unnamed")' socket is not a listening AF_UNIX stream socket", errno: EBADF)
+            }
+            for other in activation.others {
+                close(other.fd)
+                Diagnostics.warning("socket activation: closed fd \(other.fd) ('\(other.name ?? "unnamed")'); scened serves the one named '\(SocketActivation.name)'")
             }
             listenFD = first.fd
             // systemd passes the listening socket in blocking mode, and the listener accepts

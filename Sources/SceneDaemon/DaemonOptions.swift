@@ -39,6 +39,7 @@ public struct DaemonOptions: Equatable {
       --version            Show the version
 
     Exit status: 0 clean shutdown; 1 start-up or runtime failure; 2 usage error.
+    See scened(8), scened.conf(5) and scened.app.conf(5).
     """
 
     public enum ParseError: Error, CustomStringConvertible {

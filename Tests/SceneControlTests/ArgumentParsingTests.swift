@@ -9,6 +9,7 @@ import Varlink
         ("reload", ["reload"]),
         ("monitor", ["monitor", "--app", "com.example.mail", "--session", "s1", "--since", "5"]),
         ("logs", ["logs", "s1", "-n", "5"]),
+        ("top", ["top", "--delay", "1s", "--order", "state"]),
         ("list", ["list", "--app", "com.example.mail", "--state", "background", "--condition", "live"]),
         ("show", ["show", "s1", "-n", "3"]),
         ("connect", ["connect", "com.example.mail", "--role", "windowApplication", "--configuration", "Default",
@@ -125,7 +126,10 @@ import Varlink
         (["list", "-x"], "unknown option '-x' (see 'scenectl list --help')"),
         (["list", "--app"], "option '--app' needs a value APP"),
         (["logs", "-n"], "option '-n' needs a value N"),
-        (["list", "--json=yes"], "option '--json' takes no value"),
+        (["list", "--json=yes"], "invalid --json 'yes'; expected short, pretty or off"),
+        (["list", "--json=auto"], "invalid --json 'auto'; expected short, pretty or off"),
+        (["list", "--legend=maybe"], "invalid --legend 'maybe'; expected yes or no"),
+        (["list", "--no-pager=yes"], "option '--no-pager' takes no value"),
         (["status", "extra"], "'status' takes no arguments (usage: scenectl status )"),
         (["show"], "'show': missing argument (usage: scenectl show SESSION [-n N])"),
         (["show", "s1", "s2"], "'show': too many arguments (usage: scenectl show SESSION [-n N])"),
@@ -165,6 +169,8 @@ import Varlink
         (["monitor", "--session", "1x"], "'1x' is not a session id (s<number>, e.g. s42)"),
         (["logs", "s1", "--app", "com.example.mail"], "give either SESSION or --app, not both"),
         (["logs", "-n", "many"], "invalid line count 'many'; expected a non-negative integer"),
+        (["top", "--delay", "10ms"], "invalid --delay '10ms'; expected a time span of at least 100ms, such as 1s"),
+        (["top", "--order", "size"], "invalid --order 'size'; expected one of: footprint, state, name, activity"),
         (["memory-warning", "com.example.mail", "bad"], "'bad' is not an app id (reverse-DNS, e.g. com.example.mail)"),
     ])
     func usageErrors(_ arguments: [String], _ message: String) {

@@ -83,6 +83,8 @@ struct CtlResult {
     var transport: RecordingTransport
     /// The socket paths connected to (empty when the command never connected).
     var connections: [String]
+    /// The pagers the command asked for (none started: output stays captured).
+    var pagers: [PagerChoice] = []
 
     var calls: [RecordedCall] { transport.calls }
 }
@@ -90,10 +92,12 @@ struct CtlResult {
 /// Runs scenectl in-process against canned replies, in UTC at `testNow`.
 func ctl(_ arguments: [String], replies: [String: [Result<JSONObject, VarlinkError>]] = [:],
          environment: [String: String] = [:], existing: Set<String> = [], uid: uid_t = 1000,
-         connectError: VarlinkClientError? = nil) -> CtlResult {
+         connectError: VarlinkClientError? = nil, terminal: Bool = false,
+         executables: Set<String> = ["/usr/bin/less"]) -> CtlResult {
     let out = CapturedOutput(), err = CapturedOutput()
     let transport = RecordingTransport(replies)
     var connections: [String] = []
+    var pagers: [PagerChoice] = []
     let context = Context(
         out: out, err: err, environment: { environment[$0] }, uid: uid, exists: { existing.contains($0) },
         connect: { path, _ in
@@ -101,7 +105,13 @@ func ctl(_ arguments: [String], replies: [String: [Result<JSONObject, VarlinkErr
             if let connectError { throw connectError }
             return transport
         },
-        now: { testNow }, utc: true)
+        now: { testNow }, utc: true, stdoutIsTerminal: terminal, variable: { environment[$0] },
+        executable: { executables.contains($0) },
+        startPager: { choice in
+            pagers.append(choice)
+            return nil
+        })
     let status = SceneCtl.run(arguments, context: context)
-    return CtlResult(status: status, out: out.text, err: err.text, transport: transport, connections: connections)
+    return CtlResult(status: status, out: out.text, err: err.text, transport: transport, connections: connections,
+                     pagers: pagers)
 }
