@@ -58,7 +58,7 @@ _scenectl() {
                 --app | --session | --since | --lines | -n | --journal-directory | --for | --role | \
                     --configuration | --footprint | --user-info | --restore-cost | --base64 | --name | \
                     --state | --condition | --policy | --budget | --svg | --generate | --seed | --size | \
-                    --out | --scenarios | --seeds | --budgets | --sessions | --aging | --settle | --delay | \
+                    --out | --scenarios | --seeds | --budgets | --sessions | --aging | --settle | --delay | --level | --limit | -n | --since | \
                     --order | --legend | -d | -o)
                     ((i++))
                     [[ ${COMP_WORDS[i]} == = ]] && ((i++))
@@ -68,7 +68,7 @@ _scenectl() {
         fi
         if [[ -z $verb ]]; then
             verb=$word
-        elif [[ ${#args[@]} -eq 0 && ( $verb == pressure && ( $word == set || $word == clear ) ||
+        elif [[ ${#args[@]} -eq 0 && ( $verb == pressure && ( $word == set || $word == clear || $word == plan || $word == chart ) ||
                                         $verb == task && ( $word == begin || $word == end ) ) ]]; then
             verb="$verb $word"
         else
@@ -107,6 +107,8 @@ _scenectl() {
             top) own='-d --delay -o --order' ;;
             logs) own='--app -n --lines -f --follow --journal-directory' ;;
             'pressure set') own='--for' ;;
+            'pressure plan') own='--level -n --limit' ;;
+            'pressure chart') own='--svg --since' ;;
             simulate) own='--policy --budget --svg --generate --seed --size --out --sweep --scenarios --seeds
                 --budgets --decision-bench --sessions --log --aging --settle' ;;
             list) own='--app --state --condition' ;;
@@ -124,7 +126,7 @@ _scenectl() {
     local n=${#args[@]}
     case $verb in
         '') __scenectl_reply "$verbs" ;;
-        pressure) [[ $n -eq 0 ]] && __scenectl_reply 'set clear' ;;
+        pressure) [[ $n -eq 0 ]] && __scenectl_reply 'set clear plan chart' ;;
         task) [[ $n -eq 0 ]] && __scenectl_reply 'begin end' ;;
         help) [[ $n -eq 0 ]] && __scenectl_reply "$verbs" ;;
         show | activate | deactivate | background | disconnect | discard | save-state | set-user-info | \

@@ -12,6 +12,8 @@ final class ReclaimRunner {
     var budget: UInt64
     var psi: PSISource?
     private(set) var usage: UInt64 = 0
+    /// For `scenectl pressure chart`: what the controller saw and did since start-up.
+    private(set) var history = PressureHistory()
     /// Asks the daemon to evaluate again at this engine time (a timer).
     var wakeAt: ((Timestamp?) -> Void)?
     /// The level changed (status line).
@@ -53,10 +55,13 @@ final class ReclaimRunner {
                                           readings: PressureReadings(usage: usage, budget: budget, external: psi?.level ?? .normal),
                                           now: now)
         if let old = outcome.previousLevel { logLevelChange(from: old, now: now) }
+        history.record(time: now, seq: manager.engine.nextSequence, usage: usage, budget: budget, level: level)
         for step in outcome.steps {
             do {
+                let seq = manager.engine.nextSequence
                 _ = try manager.execute(step.command)
                 controller.executed(step, succeeded: true)
+                history.record(step.step.action, time: now, seq: seq, usage: usage)
                 stepObserver?(step.command, true)
             } catch {
                 // The state moved on since the plan was made (another call in this pass);
@@ -70,6 +75,11 @@ final class ReclaimRunner {
             logger.daemon(batch: manager.gathering, position: manager.pending.events.count, .warning, MessageID.pressureUnrelievable,
                           "Memory pressure \(level.name) cannot be relieved: only foreground and protected scenes remain; \(Format.bytes(usage)) of \(Format.bytes(budget)).",
                           [("SCENED_PRESSURE", level.name), ("SCENED_USAGE", String(usage)), ("SCENED_BUDGET", String(budget))])
+        }
+        if !outcome.steps.isEmpty {
+            // What the steps freed shows at once, not at the next pass.
+            history.record(time: now, seq: manager.engine.nextSequence, usage: manager.engine.residentBytes,
+                           budget: budget, level: level)
         }
         wakeAt?(outcome.wake)
     }

@@ -60,6 +60,12 @@ public struct TimelinePoint: Sendable, Equatable {
     public var usage: UInt64
     /// nil: unlimited.
     public var budget: UInt64?
+
+    public init(time: Int64, usage: UInt64, budget: UInt64?) {
+        self.time = time
+        self.usage = usage
+        self.budget = budget
+    }
 }
 
 public struct TimelineMark: Sendable, Equatable {
@@ -67,6 +73,12 @@ public struct TimelineMark: Sendable, Equatable {
     public var time: Int64
     public var kind: Kind
     public var usage: UInt64
+
+    public init(time: Int64, kind: Kind, usage: UInt64) {
+        self.time = time
+        self.kind = kind
+        self.usage = usage
+    }
 }
 
 public struct ReplayResult: Sendable {
@@ -77,6 +89,8 @@ public struct ReplayResult: Sendable {
     public var notes: [String] = []
     /// With a timeline: one line per restore and per victim.
     public var log: [String] = []
+
+    public init(metrics: ReplayMetrics) { self.metrics = metrics }
 }
 
 /// Drives the real `ReclaimPolicy` on a `LifecycleEngine` with a virtual clock, following a

@@ -36,6 +36,7 @@ import Varlink
         ("pressure set", ["pressure", "set", "critical", "--for", "30s"]),
         ("pressure clear", ["pressure", "clear"]),
         ("pressure plan", ["pressure", "plan", "--level", "critical", "-n", "5"]),
+        ("pressure chart", ["pressure", "chart", "--svg", "out.svg", "--since", "12"]),
         ("simulate", ["simulate", "t.jsonl", "--policy", "ours,lru", "--budget", "50%"]),
     ]
 

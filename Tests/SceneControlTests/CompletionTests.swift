@@ -61,7 +61,7 @@ import Varlink
         let firstWords = Set(Verb.all.map { String($0.name.split(separator: " ")[0]) })
         #expect(Set(verbs) == firstWords.union(["help"]), "every verb and nothing else")
         #expect(try Self.complete(["scenectl", "pre"]) == ["pressure"])
-        #expect(try Self.complete(["scenectl", "pressure", ""]) == ["clear", "set"])
+        #expect(try Self.complete(["scenectl", "pressure", ""]) == ["chart", "clear", "plan", "set"])
         #expect(try Self.complete(["scenectl", "pressure", "set", ""]) == ["critical", "warning"])
         #expect(try Self.complete(["scenectl", "task", ""]) == ["begin", "end"])
         #expect(try Self.complete(["scenectl", "help", "disc"]) == ["disconnect", "discard"].sorted())

@@ -1,3 +1,4 @@
+import ScenedTestSupport
 import Testing
 import Varlink
 @testable import SceneControl
@@ -65,8 +66,29 @@ import Varlink
             if let name = try ArgumentParser.parse(arguments).verb?.name { mapped.insert(name) }
         }
         // logs reads the journal and simulate replays a trace locally: neither calls the daemon;
-        // top makes several calls (TopTests).
-        #expect(mapped == Set(Verb.all.map(\.name)).subtracting(["logs", "simulate", "top"]))
+        // top makes several calls (TopTests); pressure chart writes a file (its own test below).
+        #expect(mapped == Set(Verb.all.map(\.name)).subtracting(["logs", "simulate", "top", "pressure chart"]))
+    }
+
+    @Test func pressureChartAsksForTheHistoryAndWritesTheChart() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path + "/episode.svg"
+        let history: JSONObject = [
+            "samples": [["time": 1_000_000, "seq": 5, "usage": 100, "budget": 1000, "level": "normal"],
+                        ["time": 3_000_000, "seq": 9, "usage": 950, "budget": 1000, "level": "critical"]],
+            "actions": [["time": 3_000_000, "seq": 9, "action": "disconnect", "target": "s2", "usage": 950]],
+            "lowWatermark": 0.8, "highWatermark": 0.9, "droppedSamples": 0, "droppedActions": 0,
+        ]
+        let result = ctl(["pressure", "chart", "--svg", path, "--since", "5"], replies: ["GetPressureHistory": [.success(history)]])
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.calls == [RecordedCall(method: "io.scened.Manager.GetPressureHistory", parameters: ["since": 5], more: false)])
+        #expect(result.out == "Wrote \(path): 2 samples over 2s from event 5; 1 disconnect.\n")
+        let svg = readTextFile(path)
+        #expect(svg.contains("<title>disconnect at 2000 ms</title>"), "the action is marked 2 s after the first sample")
+
+        let empty = ctl(["pressure", "chart", "--svg", path], replies: ["GetPressureHistory": [.success(["samples": [], "actions": []])]])
+        #expect(empty.status == 1 && empty.err.contains("no pressure history"))
+        withExtendedLifetime(directory) {}
     }
 
     @Test func mutatingVerbsAreQuietUnlessAsked() {

@@ -368,6 +368,26 @@ type ReclaimPlan (
 # current level or at a given one (warning while there is no pressure), without acting.
 method GetReclaimPlan(level: ?string, limit: ?int) -> (plan: ReclaimPlan)
 
+# One reading of the reclaim controller: taken whenever usage, budget or level changed.
+type PressureSample (time: int, seq: int, usage: int, budget: int, level: string)
+
+# One reclaim action: warning, suspend, disconnect, terminate or discard, on a session or
+# app(s), with the usage when it was taken.
+type PressureAction (time: int, seq: int, action: string, target: string, usage: int)
+
+# What the reclaim controller saw and did since the daemon started (at most the last 2,048
+# samples and 1,024 actions), from event sequence number since on: the sample in force at
+# that point first. time is microseconds since the epoch; seq the next event's number then.
+method GetPressureHistory(since: ?int) -> (
+  samples: []PressureSample,
+  actions: []PressureAction,
+  lowWatermark: float,
+  highWatermark: float,
+  # Entries that no longer fit and were dropped, oldest first.
+  droppedSamples: int,
+  droppedActions: int
+)
+
 # Forces a pressure level (warning or critical; normal forces nothing), for duration
 # microseconds or until cleared. Reclaim acts on the highest level of all sources.
 method SetPressure(level: string, duration: ?int) -> (pressure: Pressure)

@@ -79,3 +79,46 @@ extension JSONWriter {
         endObject()
     }
 }
+
+/// GetPressureHistory: a real episode to chart (`scenectl pressure chart`).
+extension ManagerVarlink {
+    func getPressureHistory(_ c: MethodCall) throws(VarlinkError) {
+        guard let daemon else { throw .methodNotImplemented(c.call.method) }
+        let since = try c.p.count("since") ?? 0
+        let reclaim = daemon.reclaim
+        let history = reclaim.history
+        let (samples, actions) = history.since(since)
+        reply(c) { w in
+            w.key("samples")
+            w.beginArray()
+            for s in samples {
+                w.beginObject()
+                w.field("time", s.time)
+                w.field("seq", s.seq)
+                w.field("usage", s.usage)
+                w.field("budget", s.budget)
+                w.field("level", s.level.name)
+                w.endObject()
+            }
+            w.endArray()
+            w.key("actions")
+            w.beginArray()
+            for a in actions {
+                w.beginObject()
+                w.field("time", a.time)
+                w.field("seq", a.seq)
+                w.field("action", a.kind.rawValue)
+                w.field("target", a.target)
+                w.field("usage", a.usage)
+                w.endObject()
+            }
+            w.endArray()
+            w.key("lowWatermark")
+            w.double(reclaim.watermarks.low)
+            w.key("highWatermark")
+            w.double(reclaim.watermarks.high)
+            w.field("droppedSamples", UInt64(history.droppedSamples))
+            w.field("droppedActions", UInt64(history.droppedActions))
+        }
+    }
+}

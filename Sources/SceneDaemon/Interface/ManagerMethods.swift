@@ -55,6 +55,7 @@ enum ManagerMethods {
         ManagerMethod(name: "GetStatus", access: .anyone, handler: ManagerVarlink.getStatus),
         ManagerMethod(name: "GetPressure", access: .anyone, handler: ManagerVarlink.getPressure),
         ManagerMethod(name: "GetReclaimPlan", access: .anyone, handler: ManagerVarlink.getReclaimPlan),
+        ManagerMethod(name: "GetPressureHistory", access: .anyone, handler: ManagerVarlink.getPressureHistory),
         ManagerMethod(name: "Monitor", access: .anyone, handler: ManagerVarlink.monitor),
         // The daemon as a whole: administrators.
         ManagerMethod(name: "SetPressure", access: .administrator, handler: ManagerVarlink.setPressure),
