@@ -44,7 +44,7 @@ struct DatabaseFile {
             guard (st.st_mode & S_IFMT) == S_IFREG else {
                 throw StoreError(kind: .cantOpen, path: path, message: "not a regular file")
             }
-            if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            if !lockWithin(fd, milliseconds: 500) {
                 let err = errno
                 if err == EWOULDBLOCK {
                     throw StoreError(kind: .locked, path: path,
@@ -58,6 +58,18 @@ struct DatabaseFile {
             throw error
         }
         return file
+    }
+
+    /// Takes the exclusive lock, retrying briefly: a process this one is spawning shares the
+    /// open file (and so the lock of a file just closed and reopened) until it execs and its
+    /// close-on-exec copy goes. Another scened holds it for good, and still gets refused.
+    static func lockWithin(_ fd: Int32, milliseconds: Int) -> Bool {
+        for attempt in 0...milliseconds / 10 {
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
+            guard errno == EWOULDBLOCK, attempt < milliseconds / 10 else { return false }
+            usleep(10_000)
+        }
+        return false
     }
 
     /// Releases the lock. Call only after SQLite has closed the file.
