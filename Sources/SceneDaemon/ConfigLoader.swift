@@ -78,6 +78,22 @@ struct ConfigLoader {
     /// The part of `load()` that touches no file: applies the files' texts (or the failure to
     /// read one) in order over the defaults. Separate so that it can be tested and fuzzed on
     /// texts alone.
+    /// A file read and parsed, or nil with its problem added: what it says is then ignored.
+    static func parsed(_ path: String, _ read: Swift.Result<String, ReadFailure>, problems: inout [ConfigError]) -> ConfigFile? {
+        switch read {
+        case .failure(let failure):
+            problems.append(ConfigError(path: path, line: nil, message: failure.message))
+            return nil
+        case .success(let text):
+            do {
+                return try ConfigFile.parse(path: path, text: text)
+            } catch {
+                problems.append(error)
+                return nil
+            }
+        }
+    }
+
     static func apply(_ sources: [(path: String, text: Swift.Result<String, ReadFailure>)])
         throws(ConfigError) -> (settings: DaemonSettings, warnings: [String]) {
         var settings = DaemonSettings()
@@ -88,20 +104,7 @@ struct ConfigLoader {
         // Where each key was last set: index into `sources` (the order files are applied), line.
         var origins: [String: (file: Int, line: Int)] = [:]
         for (index, (path, read)) in sources.enumerated() {
-            let text: String
-            switch read {
-            case .success(let t): text = t
-            case .failure(let failure):
-                problems.append(ConfigError(path: path, line: nil, message: failure.message))
-                continue
-            }
-            let file: ConfigFile
-            do {
-                file = try ConfigFile.parse(path: path, text: text)
-            } catch {
-                problems.append(error)
-                continue
-            }
+            guard let file = parsed(path, read, problems: &problems) else { continue }
             for a in file.assignments {
                 var found = SettingKey.find(section: a.section, key: a.key)
                 if found == nil, let moved = SettingKey.moved["[\(a.section)] \(a.key)"] {

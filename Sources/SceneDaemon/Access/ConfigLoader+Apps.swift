@@ -41,20 +41,7 @@ extension ConfigLoader {
             }
             var settings = AppSettings()
             for path in files {
-                let text: String
-                switch readFile(path) {
-                case .success(let t): text = t
-                case .failure(let failure):
-                    problems.append(ConfigError(path: path, line: nil, message: failure.message))
-                    continue
-                }
-                let file: ConfigFile
-                do {
-                    file = try ConfigFile.parse(path: path, text: text)
-                } catch {
-                    problems.append(error)
-                    continue
-                }
+                guard let file = Self.parsed(path, readFile(path), problems: &problems) else { continue }
                 for a in file.assignments {
                     guard let key = AppSettingKey.find(section: a.section, key: a.key) else {
                         let known = AppSettingKey.all.contains { $0.section == a.section }

@@ -244,9 +244,11 @@ final class VarlinkServer {
     func serve() {
         guard !ready.isEmpty else { return }
         // Interactive clients first: their call reserves the batch before bulk clients fill it.
-        var turn = ready.filter { $0.interactive }
-        if turn.isEmpty { turn = ready } else { turn += ready.lazy.filter { !$0.interactive } }
+        var turn = ready
         ready.removeAll(keepingCapacity: true)
+        if turn.count > 1, turn.contains(where: { $0.interactive }) {
+            turn = turn.filter { $0.interactive } + turn.filter { !$0.interactive }
+        }
         // Contended: more than one client in this batch or the last one. A client waiting for
         // its reply is not in the batch being gathered, but still competes.
         // While an interactive client is about, the others get small passes and batches, so that
