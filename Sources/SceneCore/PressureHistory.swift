@@ -17,7 +17,7 @@ public struct PressureHistory: Sendable, Equatable {
         public var time: Timestamp
         public var seq: UInt64
         public var kind: Kind
-        /// The session or app acted on (warnings name their apps, comma-separated).
+        /// The session or app acted on (warnings name up to three apps, then how many more).
         public var target: String
         /// Usage when the action was taken.
         public var usage: UInt64
@@ -31,7 +31,8 @@ public struct PressureHistory: Sendable, Equatable {
     public private(set) var droppedSamples = 0
     public private(set) var droppedActions = 0
 
-    /// Capacities sized so that the whole history fits one Varlink reply of under 256 KiB.
+    /// Capacities sized so that the whole history is one reply of a few hundred KiB (at most
+    /// about 1 MiB with the longest app ids), far below MaxOutputPerConnection.
     public init(sampleCapacity: Int = 2048, actionCapacity: Int = 1024) {
         self.sampleCapacity = max(sampleCapacity, 2)
         self.actionCapacity = max(actionCapacity, 1)
@@ -47,7 +48,10 @@ public struct PressureHistory: Sendable, Equatable {
     public mutating func record(_ action: ReclaimAction, time: Timestamp, seq: UInt64, usage: UInt64) {
         let (kind, target): (Action.Kind, String)
         switch action {
-        case .memoryWarning(let apps): (kind, target) = (.warning, apps.map(\.rawValue).joined(separator: ","))
+        case .memoryWarning(let apps):
+            // Bounded: a warning may go to every app, and the history must stay small.
+            let named = apps.prefix(3).map(\.rawValue).joined(separator: ",")
+            (kind, target) = (.warning, apps.count > 3 ? named + " and \(apps.count - 3) more" : named)
         case .suspend(let app): (kind, target) = (.suspend, app.rawValue)
         case .disconnect(let session): (kind, target) = (.disconnect, session.description)
         case .terminate(let app): (kind, target) = (.terminate, app.rawValue)

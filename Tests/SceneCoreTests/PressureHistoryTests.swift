@@ -45,5 +45,9 @@ struct PressureHistoryTests {
         #expect(h.since(0).samples.count == 3 && h.since(0).actions.first?.target == "com.example.a,com.example.b")
         #expect(h.since(500).samples.map(\.seq) == [20], "past the end: the sample in force only")
         #expect(PressureHistory().since(0).samples.isEmpty)
+        var many = PressureHistory()
+        many.record(.memoryWarning((1...500).map { AppID("com.example.app\($0)")! }), time: t(0), seq: 1, usage: 0)
+        #expect(many.actions.first?.target == "com.example.app1,com.example.app2,com.example.app3 and 497 more",
+                "a warning to every app keeps the history small")
     }
 }
