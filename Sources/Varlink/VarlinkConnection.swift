@@ -171,6 +171,10 @@ public struct VarlinkConnection: Sendable {
         terminator = nil
     }
 
+    /// Forgets everything received and not yet taken, releasing its buffer: for a connection
+    /// that will take no more calls (cut off at a limit) but may linger to read its error.
+    public mutating func discardInput() { dropInput() }
+
     private mutating func dropInput() {
         input = []
         inputHead = 0

@@ -90,6 +90,9 @@ extension VarlinkServer {
     /// LimitExceeded for `limit`. A slow reader first loses its unsent output (that is the
     /// memory the limit protects); otherwise the error follows the replies still owed.
     func sendLimitError(_ conn: ClientConnection, _ limit: String, cutOutput: Bool) -> ConnectionMachine.Action {
+        // It takes no more calls: what it sent is freed now, not after its linger (the machine
+        // already counts none of it against MaxBufferedInput).
+        conn.wire.discardInput()
         var dropped = 0
         if cutOutput {
             dropped = conn.wire.dropUnsentMessages()
