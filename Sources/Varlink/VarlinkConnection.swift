@@ -193,6 +193,13 @@ public struct VarlinkConnection: Sendable {
 
     /// Queues an already encoded, NUL-terminated message.
     public mutating func enqueue(_ bytes: [UInt8]) {
+        // Nothing unsent: adopt the caller's buffer instead of copying it into ours (a batch's
+        // replies can be hundreds of KiB; a copy would also regrow `output` from empty).
+        if outputHead == output.count, output.capacity <= bytes.count {
+            output = bytes
+            outputHead = 0
+            return
+        }
         output.append(contentsOf: bytes)
     }
 
@@ -262,13 +269,27 @@ public struct VarlinkConnection: Sendable {
         return before - pendingOutputCount
     }
 
+    /// Whether a large output buffer stays when it drains, for `takeDrainedOutput` (a server
+    /// that reuses buffers across connections); otherwise it is freed at once.
+    public var keepsDrainedOutput = false
+
+    /// The output buffer if everything in it was written and it is larger than a connection
+    /// keeps for itself; the connection starts over with an empty one.
+    public mutating func takeDrainedOutput() -> [UInt8]? {
+        guard outputHead == output.count, output.capacity > Self.retainedCapacity else { return nil }
+        var taken: [UInt8] = []
+        swap(&taken, &output)
+        outputHead = 0
+        return taken
+    }
+
     /// Marks `count` pending bytes as written.
     public mutating func consumedOutput(_ count: Int) {
         precondition(count >= 0 && count <= pendingOutputCount, "consumed more output than was pending")
         outputHead += count
         if count > 0 { wroteWholeMessages = output[outputHead - 1] == 0 }
         if outputHead == output.count {
-            if output.capacity > Self.retainedCapacity {
+            if output.capacity > Self.retainedCapacity, !keepsDrainedOutput {
                 output = []
             } else {
                 output.removeAll(keepingCapacity: true)

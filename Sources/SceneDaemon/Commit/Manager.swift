@@ -157,7 +157,9 @@ final class Manager {
         batch.sessions.reserveCapacity(pending.sessions.count)
         for id in pending.sessions { if let s = engine.sessions[id] { batch.sessions.append(s) } }
         batch.removedSessions = Array(pending.removedSessions)
+        batch.apps.reserveCapacity(pending.apps.count)
         for id in pending.apps { if let a = engine.apps[id] { batch.apps.append(a.storedFields) } }
+        batch.tasks.reserveCapacity(pending.tasks.count)
         for token in pending.tasks { if let t = engine.tasks[token] { batch.tasks.append(t) } }
         batch.removedTasks = Array(pending.removedTasks)
         batch.events = pending.events

@@ -26,6 +26,12 @@ final class Outbox {
     private var waiting: [Int] = []
     private var inWaiting = Set<Int>()
     private var entries: [HeldEntry] = []
+    /// The size of each connection's last released batch of replies: the next one is likely as
+    /// big, and reserving it at once spares the doublings (each a fresh mapping above glibc's
+    /// mmap threshold, page-faulted in and copied) of a buffer grown from empty.
+    private var lastSize: [Int: Int] = [:]
+    /// Buffers of released replies come back here once written, for the next batch.
+    private var pool = BufferPool()
 
     // MARK: Replies
 
@@ -35,7 +41,10 @@ final class Outbox {
     func holdReply(connection: Int, batch: UInt64, _ build: (inout JSONWriter) -> Void) -> Int {
         var list = replies.removeValue(forKey: connection) ?? []
         if inWaiting.insert(connection).inserted { waiting.append(connection) }
-        if list.last?.batch != batch { list.append(Replies(batch: batch, bytes: [], count: 0)) }
+        if list.last?.batch != batch {
+            let hint = lastSize[connection].map { min($0, Self.largestHint) } ?? 0
+            list.append(Replies(batch: batch, bytes: pool.take(reserving: hint), count: 0))
+        }
         let last = list.count - 1
         // Swapped out so the buffer stays uniquely referenced (no copy on append).
         var writer = JSONWriter()
@@ -58,7 +67,16 @@ final class Outbox {
     /// Forgets a connection's replies (the peer is gone, or is being cut off).
     func dropReplies(connection: Int) {
         replies[connection] = nil
+        lastSize[connection] = nil
     }
+
+    /// A hint is only a guess: never reserve more than this up front.
+    static let largestHint = 4 << 20
+
+    /// A written buffer, empty now, for the next batch's replies (the caller's only reference).
+    func recycle(_ buffer: inout [UInt8]) { pool.give(&buffer) }
+
+    var pooledBytes: Int { pool.pooledBytes }
 
     /// Releases every reply of batches up to `through`, connection by connection, each
     /// connection's in order: `deliver(connection, bytes, count)`. With `failure`, every such
@@ -85,6 +103,7 @@ final class Outbox {
             while released < held.count, held[released].batch <= through {
                 let r = held[released]
                 if failure == nil {
+                    lastSize[connection] = r.bytes.count
                     deliveries.append((connection, r.bytes, r.count, r.bytes.count))
                 } else {
                     var out: [UInt8] = []
@@ -101,7 +120,14 @@ final class Outbox {
                 inWaiting.insert(connection)
             }
         }
-        for (connection, bytes, count, heldBytes) in deliveries { deliver(connection, bytes, count, heldBytes) }
+        // Each buffer is moved out before delivery so that the receiver holds the only
+        // reference and can adopt it without a copy.
+        for i in deliveries.indices {
+            let (connection, _, count, heldBytes) = deliveries[i]
+            var bytes: [UInt8] = []
+            swap(&bytes, &deliveries[i].1)
+            deliver(connection, bytes, count, heldBytes)
+        }
     }
 
     // MARK: Journal entries

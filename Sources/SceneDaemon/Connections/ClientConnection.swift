@@ -32,6 +32,8 @@ final class ClientConnection {
     var onClock = false
     /// Its last call looked like an interactive client's (few in flight, little queued).
     var interactive = false
+    /// When this client last made an interactive call (µs, monotonic).
+    var lastInteractiveAt: UInt64?
     /// Accepted only to be told it is over a connection limit.
     var refused = false
     /// The machine's unsent and partial bytes as last counted in the server's totals.
@@ -51,6 +53,8 @@ final class ClientConnection {
         self.peer = peer
         self.machine = machine
         wire = VarlinkConnection(limits: limits)
+        // Drained reply buffers go back to the outbox's pool rather than to malloc.
+        wire.keepsDrainedOutput = true
     }
 
     var heldReplies: Int { machine.heldReplies }

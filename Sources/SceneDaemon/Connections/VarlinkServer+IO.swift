@@ -39,10 +39,7 @@ extension VarlinkServer {
                 // queued behind them. A flooder or a deep pipeliner always has much more.
                 conn.interactive = !call.oneway && conn.machine.owedReplies <= Self.interactiveWindow
                     && conn.wire.bufferedInputCount <= Self.interactiveBacklog
-                if conn.interactive {
-                    lastInteractiveCall = (now(), conn.number)
-                    interactiveInBatch = true
-                }
+                if conn.interactive { noteInteractiveCall(conn, at: now()) }
                 if !conn.inBatch {
                     conn.inBatch = true
                     batchMembers.append(conn)
@@ -64,6 +61,7 @@ extension VarlinkServer {
             }
             if n > 0 {
                 conn.wire.consumedOutput(n)
+                if var drained = conn.wire.takeDrainedOutput() { outbox.recycle(&drained) }
                 conn.lastWriteProgress = now()
                 let next = conn.machine.on(.wrote(bytes: n))
                 if next != .none { return next }

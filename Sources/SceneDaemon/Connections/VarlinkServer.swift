@@ -44,13 +44,35 @@ final class VarlinkServer {
     var lastInteractiveCall: (time: UInt64, connection: Int)?
     /// An interactive client's call is in the batch being gathered.
     var interactiveInBatch = false
-    var interactiveRecently: Bool { lastInteractiveCall.map { now() &- $0.time < Self.interactiveMemory } ?? false }
+    var interactiveRecently: Bool { lastInteractiveCall.map { now() &- $0.time < interactiveMemory } ?? false }
+    /// How long the last interactive client counts as competing after its call (µs).
+    var interactiveMemory: UInt64 = VarlinkServer.shortestInteractiveMemory
     /// Calls in flight, and bytes queued behind them, up to which a client is interactive.
     static let interactiveWindow = 16
     static let interactiveBacklog = 4 << 10
-    /// How long an interactive client counts as competing after its last call (µs): far longer
-    /// than its round trip, far shorter than a human's pause.
-    static let interactiveMemory: UInt64 = 50_000
+    /// How long an interactive client counts as competing after its last call (µs): a few of
+    /// its own gaps between calls, so that it still counts when it is starved (a client whose
+    /// round trip grew past a fixed memory would stop counting, the bulk clients would be served
+    /// uncontended, and its round trip would grow further), bounded by far less than a human's
+    /// pause.
+    static let shortestInteractiveMemory: UInt64 = 50_000
+    static let longestInteractiveMemory: UInt64 = 1_000_000
+    static let interactiveGapsRemembered: UInt64 = 4
+
+    /// An interactive call at `time` from `conn`: it competes for a few of its own gaps.
+    func noteInteractiveCall(_ conn: ClientConnection, at time: UInt64) {
+        if let previous = conn.lastInteractiveAt {
+            let gap = time &- previous
+            let remembered = gap >= Self.longestInteractiveMemory / Self.interactiveGapsRemembered
+                ? Self.longestInteractiveMemory : gap * Self.interactiveGapsRemembered
+            interactiveMemory = max(remembered, Self.shortestInteractiveMemory)
+        } else {
+            interactiveMemory = Self.shortestInteractiveMemory
+        }
+        conn.lastInteractiveAt = time
+        lastInteractiveCall = (time, conn.number)
+        interactiveInBatch = true
+    }
     /// Inside `enforceGlobalLimits` (which steps connections, and so comes back here).
     private var enforcing = false
     /// With output to write at the next flush.
@@ -304,7 +326,7 @@ final class VarlinkServer {
         }
         if !batchMembers.isEmpty, let last = lastInteractiveCall {
             // Contention ends if no interactive call comes: the round must not outlive it.
-            _ = contentionTimer?.reschedule(at: last.time &+ Self.interactiveMemory)
+            _ = contentionTimer?.reschedule(at: last.time &+ interactiveMemory)
         }
     }
 
@@ -312,7 +334,7 @@ final class VarlinkServer {
     private func contentionEnded() {
         guard !interactiveRecently, !batchMembers.isEmpty else {
             if let last = lastInteractiveCall, !batchMembers.isEmpty {
-                _ = contentionTimer?.reschedule(at: last.time &+ Self.interactiveMemory)
+                _ = contentionTimer?.reschedule(at: last.time &+ interactiveMemory)
             }
             return
         }
