@@ -20,12 +20,15 @@ let package = Package(
         .target(name: "Varlink"),
         // Thin face over libsystemd.
         .target(name: "SystemdKit", dependencies: ["CSystemd"]),
+        // The Varlink interface texts (io.scened.Manager, io.scened.Testing), shared by the daemon
+        // that serves them and scenectl that calls them; shipped as interfaces/*.varlink too.
+        .target(name: "SceneInterface"),
         // SQLite persistence.
         .target(name: "SceneStore", dependencies: ["SceneCore", "CSQLite"]),
         // scenectl's logic, as a library so that it can be unit-tested.
-        .target(name: "SceneControl", dependencies: ["Varlink", "SystemdKit", "SceneCore", "SceneReplay"]),
+        .target(name: "SceneControl", dependencies: ["Varlink", "SystemdKit", "SceneCore", "SceneReplay", "SceneInterface"]),
         // Service wiring.
-        .target(name: "SceneDaemon", dependencies: ["SceneCore", "SceneStore", "SystemdKit", "Varlink"]),
+        .target(name: "SceneDaemon", dependencies: ["SceneCore", "SceneStore", "SystemdKit", "Varlink", "SceneInterface"]),
 
         .executableTarget(name: "scened", dependencies: ["SceneDaemon"]),
         .executableTarget(name: "scenectl", dependencies: ["SceneControl"]),
@@ -51,7 +54,7 @@ let package = Package(
         .testTarget(name: "SceneCoreTests", dependencies: ["SceneCore", "ScenedTestSupport"]),
         .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "ScenedTestSupport"]),
         .testTarget(name: "SystemdKitTests", dependencies: ["SystemdKit", "ScenedTestSupport"]),
-        .testTarget(name: "SceneControlTests", dependencies: ["SceneControl", "Varlink", "SceneCore", "ScenedTestSupport"]),
+        .testTarget(name: "SceneControlTests", dependencies: ["SceneControl", "Varlink", "SceneCore", "SceneInterface", "ScenedTestSupport"]),
         .testTarget(name: "SceneStoreTests", dependencies: ["SceneStore", "SceneCore", "ScenedTestSupport"]),
         // Fixtures are read by path (#filePath), not bundled: excluded from the sources.
         .testTarget(name: "ReclaimTests", dependencies: ["SceneCore", "SceneReplay"], exclude: ["Fixtures"]),

@@ -1,4 +1,5 @@
 import Glibc
+import SceneInterface
 import SystemdKit
 
 /// While the store loads (a large one can outlast TimeoutStartSec=), tells systemd to wait
