@@ -20,19 +20,24 @@ let package = Package(
         .target(name: "Varlink"),
         // Thin face over libsystemd.
         .target(name: "SystemdKit", dependencies: ["CSystemd"]),
+        // The Varlink interface texts (io.scened.Manager, io.scened.Testing), shared by the daemon
+        // that serves them and scenectl that calls them; shipped as interfaces/*.varlink too.
+        .target(name: "SceneInterface"),
+        // The project's one lock (a pthread mutex: ThreadSanitizer sees it, not Synchronization.Mutex).
+        .target(name: "Locking"),
         // SQLite persistence.
         .target(name: "SceneStore", dependencies: ["SceneCore", "CSQLite"]),
         // scenectl's logic, as a library so that it can be unit-tested.
-        .target(name: "SceneControl", dependencies: ["Varlink", "SystemdKit", "SceneCore", "SceneReplay"]),
+        .target(name: "SceneControl", dependencies: ["Varlink", "SystemdKit", "SceneCore", "SceneReplay", "SceneInterface", "Locking"]),
         // Service wiring.
-        .target(name: "SceneDaemon", dependencies: ["SceneCore", "SceneStore", "SystemdKit", "Varlink"]),
+        .target(name: "SceneDaemon", dependencies: ["SceneCore", "SceneStore", "SystemdKit", "Varlink", "SceneInterface", "Locking"]),
 
         .executableTarget(name: "scened", dependencies: ["SceneDaemon"]),
         .executableTarget(name: "scenectl", dependencies: ["SceneControl"]),
 
         // Benchmarks: release-built executables that print figures and conditions; never tests.
         .executableTarget(name: "scenecore-bench", dependencies: ["SceneCore"]),
-        .executableTarget(name: "scened-bench", dependencies: ["Varlink"]),
+        .executableTarget(name: "scened-bench", dependencies: ["Varlink", "Locking"]),
 
         // Trace replay of the reclaim policy against baselines on a virtual clock (§3.7).
         .target(name: "SceneReplay", dependencies: ["SceneCore", "Varlink"]),
@@ -41,8 +46,9 @@ let package = Package(
         // Test support shared by the test targets (which cannot import each other): child
         // processes, the notify listener, temporary directories and files, timing, the built
         // binaries, starting scened (and the real daemon in a workspace), raw Varlink
-        // connections, a seeded generator, threads. Test-only: no product uses it.
-        .target(name: "ScenedTestSupport", dependencies: ["Varlink"], path: "Tests/ScenedTestSupport"),
+        // connections, threads (the seeded generator is SceneCore's SplitMix64, the lock Locking's
+        // Locked). Test-only: no product uses it.
+        .target(name: "ScenedTestSupport", dependencies: ["Varlink", "Locking"], path: "Tests/ScenedTestSupport"),
         // The child side of SystemdKitTests' process-level tests (private namespaces, socket
         // activation): run by those tests, it reports one `ok`/`fail` line per check. Test-only.
         .executableTarget(name: "systemdkit-probe", dependencies: ["SystemdKit", "ScenedTestSupport"],
@@ -51,7 +57,7 @@ let package = Package(
         .testTarget(name: "SceneCoreTests", dependencies: ["SceneCore", "ScenedTestSupport"]),
         .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "ScenedTestSupport"]),
         .testTarget(name: "SystemdKitTests", dependencies: ["SystemdKit", "ScenedTestSupport"]),
-        .testTarget(name: "SceneControlTests", dependencies: ["SceneControl", "Varlink", "SceneCore", "ScenedTestSupport"]),
+        .testTarget(name: "SceneControlTests", dependencies: ["SceneControl", "Varlink", "SceneCore", "SceneInterface", "Locking", "ScenedTestSupport"]),
         .testTarget(name: "SceneStoreTests", dependencies: ["SceneStore", "SceneCore", "ScenedTestSupport"]),
         // Fixtures are read by path (#filePath), not bundled: excluded from the sources.
         .testTarget(name: "ReclaimTests", dependencies: ["SceneCore", "SceneReplay"], exclude: ["Fixtures"]),

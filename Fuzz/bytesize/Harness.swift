@@ -1,12 +1,11 @@
-// fuzz-modules: SceneReplay SceneControl SceneDaemon
-// The three byte-size parsers, each on the same text, each against its own formatter:
-// - scenectl's ByteSize: its one-decimal, truncated format reads back at most a tenth of the
-//   unit below the value, and formatting that again gives the same text;
-// - the daemon configuration's ConfigValues.bytes: its format is exact, so it reads back as
-//   the same value;
-// - scene-replay's ByteCount: its rounded format reads back within 5% of the value.
-@testable import SceneControl
-@testable import SceneDaemon
+// fuzz-modules: SceneCore SceneReplay
+// The byte-size parser (SceneCore's ByteSize, which scenectl, the daemon's configuration and
+// scene-replay all use), against both its formatters:
+// - `format` (systemd's one-decimal, truncated form) reads back at most a tenth of the unit
+//   below the value, and formatting that again gives the same text;
+// - `formatExact` (the configuration's) reads back as the same value.
+// And scene-replay's --budget: a share is positive and finite.
+import SceneCore
 import SceneReplay
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -16,30 +15,19 @@ public func fuzzByteSize(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     if let value = ByteSize.parse(text) {
         let shown = ByteSize.format(value)
         guard let back = ByteSize.parse(shown) else {
-            require(false, "scenectl: \"\(shown)\" (from \"\(text)\") does not parse")
+            require(false, "\"\(shown)\" (from \"\(text)\") does not parse")
             return 0
         }
         let unit: UInt64 = value >= 1024 ? 1 << (10 * UInt64((63 - value.leadingZeroBitCount) / 10)) : 1
-        require(back <= value && value - back <= unit / 10 + 1, "scenectl: \"\(text)\" = \(value), shown \"\(shown)\" = \(back)")
-        require(ByteSize.format(back) == shown, "scenectl: \"\(shown)\" shows as \"\(ByteSize.format(back))\"")
+        require(back <= value && value - back <= unit / 10 + 1, "\"\(text)\" = \(value), shown \"\(shown)\" = \(back)")
+        require(ByteSize.format(back) == shown, "\"\(shown)\" shows as \"\(ByteSize.format(back))\"")
+
+        let exact = ByteSize.formatExact(value)
+        require(ByteSize.parse(exact) == value, "\"\(text)\" = \(value), exact \"\(exact)\" = \(String(describing: ByteSize.parse(exact)))")
     }
 
-    if let value = ConfigValues.bytes(text) {
-        let shown = ConfigValues.formatBytes(value)
-        require(ConfigValues.bytes(shown) == value, "configuration: \"\(text)\" = \(value), shown \"\(shown)\" = \(String(describing: ConfigValues.bytes(shown)))")
-    }
-
-    if let value = ByteCount.parse(text) {
-        let shown = ByteCount.format(value)
-        guard let back = ByteCount.parse(shown) else {
-            require(false, "scene-replay: \"\(shown)\" (from \"\(text)\") does not parse")
-            return 0
-        }
-        let error = abs(Double(back) - Double(value))
-        require(error <= Double(value) * 0.05 + 0.5, "scene-replay: \"\(text)\" = \(value), shown \"\(shown)\" = \(back)")
-    }
-    if case .percent(let share) = ByteCount.parseBudget(text) {
-        require(share > 0 && share.isFinite, "scene-replay: budget \"\(text)\" is \(share)%")
+    if case .percent(let share) = BudgetOption.parse(text) {
+        require(share > 0 && share.isFinite, "budget \"\(text)\" is \(share)%")
     }
     return 0
 }

@@ -1,9 +1,10 @@
 import Glibc
+import SceneInterface
 import Varlink
 
 /// Turns what a call can throw into an exit status and a one-line message.
 enum ErrorReport {
-    static let interface = "io.scened.Manager"
+    static let interface = ManagerInterface.name
     static let service = "org.varlink.service."
 
     /// The errors that mean "no such thing" (exit 4); everything else the daemon answers is 1.

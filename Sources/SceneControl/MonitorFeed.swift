@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 import Varlink
 
 /// Monitor on a thread of its own, its events handed to the screen's loop through a queue.
@@ -7,7 +7,7 @@ final class MonitorFeed: Sendable {
         var events: [JSONObject] = []
         var ended: String?
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// The connection is used by the feed's thread only from here on.
     static func start(_ connection: ManagerTransport, since: Int64) throws -> MonitorFeed {

@@ -1,3 +1,4 @@
+import SceneCore
 import Varlink
 
 /// What `scenectl top` shows, as plain data: the daemon's last answers and the reclaim actions

@@ -1,3 +1,4 @@
+import SceneCore
 import Varlink
 
 extension Verb {

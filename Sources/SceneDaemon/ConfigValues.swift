@@ -6,21 +6,9 @@ enum ConfigValues {
     /// Microseconds. A bare number means seconds, as in systemd's *Sec= settings.
     static func timeSpan(_ text: String) -> Int64? { TimeSpan(parsing: text)?.microseconds }
 
-    /// Bytes: a plain number, or K/M/G/T (powers of 1024), each with an optional trailing "B"
-    /// ("512B", "512KB"), as systemd's size parser takes them.
-    static func bytes(_ text: String) -> UInt64? {
-        var t = Substring(text.trimmingSpaces)
-        if t.hasSuffix("B") { t = t.dropLast() }
-        var multiplier: Double = 1
-        if let last = t.last, let index = "KMGT".firstIndex(of: last) {
-            multiplier = Double(1 << (10 * ("KMGT".distance(from: "KMGT".startIndex, to: index) + 1)))
-            t = t.dropLast()
-        }
-        guard !t.isEmpty, t.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let n = Double(t) else { return nil }
-        let value = n * multiplier
-        guard value >= 0, value < 1.8e19 else { return nil }
-        return UInt64(value.rounded())
-    }
+    /// Bytes: a plain number, or K/M/G/T/P/E (powers of 1024), each with an optional trailing
+    /// "B" ("512B", "512KB"), as SceneCore's `ByteSize` reads them; spaces around are allowed.
+    static func bytes(_ text: String) -> UInt64? { ByteSize.parse(text.trimmingSpaces) }
 
     static func bool(_ text: String) -> Bool? {
         switch text.trimmingSpaces.lowercased() {
@@ -57,11 +45,8 @@ enum ConfigValues {
         return "\(value)%"
     }
 
-    static func formatBytes(_ bytes: UInt64) -> String {
-        let units: [(String, UInt64)] = [("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)]
-        for (name, size) in units where bytes >= size && bytes % size == 0 { return "\(bytes / size)\(name)" }
-        return "\(bytes)"
-    }
+    /// Exact: "8G", "1536"; `bytes` reads it back as the same size.
+    static func formatBytes(_ bytes: UInt64) -> String { ByteSize.formatExact(bytes) }
 }
 
 extension StringProtocol {

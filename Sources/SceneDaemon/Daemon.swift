@@ -1,5 +1,6 @@
 import Glibc
 import SceneCore
+import SceneInterface
 import SceneStore
 import SystemdKit
 import Varlink
@@ -343,7 +344,7 @@ final class Daemon {
         let live = engine.liveSessionCount
         var running = 0
         for app in engine.apps.values where app.process == .running { running += 1 }
-        var line = "\(engine.sessions.count) sessions (\(live) live, \(engine.sessions.count - live) archived) of \(engine.apps.count) apps (\(running) running); pressure \(reclaim.level.name), \(Format.bytes(reclaim.usage)) of \(Format.bytes(reclaim.budget)); \(server.connectionCount) clients"
+        var line = "\(engine.sessions.count) sessions (\(live) live, \(engine.sessions.count - live) archived) of \(engine.apps.count) apps (\(running) running); pressure \(reclaim.level.name), \(ByteSize.format(reclaim.usage)) of \(ByteSize.format(reclaim.budget)); \(server.connectionCount) clients"
         if let reloadError { line = "Reload failed (old configuration in force): \(reloadError); " + line }
         return line
     }

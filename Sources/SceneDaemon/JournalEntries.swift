@@ -211,7 +211,7 @@ enum JournalEntries {
             id = MessageID.reclaimAction
             priority = .notice
             message = "Reclaim at \(note.level) pressure: " + message.prefix(1).lowercased() + message.dropFirst()
-                + " Reason: \(note.reason); usage \(Format.bytes(note.usageBefore)) → \(Format.bytes(note.usageAfter)) of \(Format.bytes(note.budget))."
+                + " Reason: \(note.reason); usage \(ByteSize.format(note.usageBefore)) → \(ByteSize.format(note.usageAfter)) of \(ByteSize.format(note.budget))."
             fields.append(("SCENED_RECLAIM_REASON", note.reason))
             fields.append(("SCENED_USAGE_BEFORE", String(note.usageBefore)))
             fields.append(("SCENED_USAGE_AFTER", String(note.usageAfter)))
@@ -224,19 +224,4 @@ enum JournalEntries {
         }
         return LogEntry(priority: priority, messageID: id, message: message, fields: fields)
     }
-}
-
-/// Human formatting shared by log messages and the status line.
-enum Format {
-    /// 1024-based, one decimal: 512.0M, 8.0G.
-    static func bytes(_ n: UInt64) -> String {
-        let units: [(String, UInt64)] = [("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)]
-        for (suffix, size) in units where n >= size {
-            return "\(n / size).\((n % size) * 10 / size)\(suffix)"
-        }
-        return "\(n)B"
-    }
-
-    /// "1 session", "2 sessions".
-    static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
 }

@@ -1,4 +1,6 @@
 import Glibc
+import Locking
+import SceneInterface
 import SystemdKit
 
 /// While the store loads (a large one can outlast TimeoutStartSec=), tells systemd to wait
@@ -9,10 +11,9 @@ final class LoadHeartbeat: Sendable {
     /// Each extension covers three intervals: a late tick must not let the timeout strike.
     static let defaultInterval: UInt64 = 2_000_000
 
-    // A pthread lock rather than Synchronization.Mutex: ThreadSanitizer sees through it (it
-    // reported Mutex's futex handoff here as a race).
-    private let lock = Lock()
-    nonisolated(unsafe) private var stopped = false
+    // The project's pthread lock rather than Synchronization.Mutex: ThreadSanitizer sees
+    // through it (it reported Mutex's futex handoff here as a race).
+    private let stopped = Locked(false)
     let interval: UInt64
 
     /// What the heartbeat looks at to judge progress.
@@ -84,13 +85,13 @@ final class LoadHeartbeat: Sendable {
     private func tick() {
         let began = Self.monotonic()
         var last = Sample.current()
-        while !lock.locked({ stopped }) {
+        while !stopped.withLock({ $0 }) {
             var pause = timespec(tv_sec: Int(interval / 1_000_000), tv_nsec: Int(interval % 1_000_000) * 1000)
             var left = timespec()
             while nanosleep(&pause, &left) != 0 && errno == EINTR { pause = left }
             let now = Sample.current()
             // Checked under the lock: once stop() returned, no message of the load follows READY.
-            lock.locked {
+            stopped.withLock { stopped in
                 guard !stopped, Self.progressed(from: last, to: now, interval: interval) else { return }
                 ServiceManager.notify(Self.message(interval: interval, elapsed: Self.monotonic() - began))
             }
@@ -100,7 +101,7 @@ final class LoadHeartbeat: Sendable {
 
     /// No message is sent after this returns.
     func stop() {
-        lock.locked { stopped = true }
+        stopped.withLock { $0 = true }
     }
 
     private static func monotonic() -> UInt64 {

@@ -1,4 +1,5 @@
 import SceneCore
+import SceneInterface
 import SceneStore
 import Varlink
 

@@ -73,7 +73,7 @@ final class ReclaimRunner {
         }
         if outcome.becameUnrelievable {
             logger.daemon(batch: manager.gathering, position: manager.pending.events.count, .warning, MessageID.pressureUnrelievable,
-                          "Memory pressure \(level.name) cannot be relieved: only foreground and protected scenes remain; \(Format.bytes(usage)) of \(Format.bytes(budget)).",
+                          "Memory pressure \(level.name) cannot be relieved: only foreground and protected scenes remain; \(ByteSize.format(usage)) of \(ByteSize.format(budget)).",
                           [("SCENED_PRESSURE", level.name), ("SCENED_USAGE", String(usage)), ("SCENED_BUDGET", String(budget))])
         }
         if !outcome.steps.isEmpty {
@@ -88,7 +88,7 @@ final class ReclaimRunner {
         let new = level
         logger.daemon(batch: manager.gathering, position: manager.pending.events.count,
                       new > old ? .notice : .info, MessageID.pressureChanged,
-                      "Memory pressure \(old.name) → \(new.name); \(Format.bytes(usage)) of \(Format.bytes(budget)).",
+                      "Memory pressure \(old.name) → \(new.name); \(ByteSize.format(usage)) of \(ByteSize.format(budget)).",
                       [("SCENED_PRESSURE", new.name), ("SCENED_PRESSURE_BEFORE", old.name),
                        ("SCENED_USAGE", String(usage)), ("SCENED_BUDGET", String(budget)),
                        ("SCENED_PRESSURE_SOURCES", sources(now: now).filter { $0.level > .normal }.map(\.name).joined(separator: ","))])
@@ -113,7 +113,7 @@ final class ReclaimRunner {
         var out: [SourceReport] = []
         if controller.gaugeIsSource {
             out.append(SourceReport(name: "simulated", level: controller.gauge.level,
-                                    detail: "\(Format.bytes(usage)) of \(Format.bytes(budget))"))
+                                    detail: "\(ByteSize.format(usage)) of \(ByteSize.format(budget))"))
         }
         if let psi {
             out.append(SourceReport(name: "psi", level: psi.level, detail: "\(psi.settings.path): \(psi.mode.description)"))

@@ -57,7 +57,7 @@ public enum ReplayCommand {
     struct Options {
         var trace: String?
         var policies: [VictimOrder] = Comparison.allPolicies
-        var budget: ByteCount.Budget?
+        var budget: BudgetOption?
         var json = false
         var svg: String?
         var generate: Scenario?
@@ -141,7 +141,7 @@ public enum ReplayCommand {
                 if o.policies.isEmpty { throw UsageError("--policy needs at least one policy") }
             case "--budget":
                 let text = try value(a)
-                guard let b = ByteCount.parseBudget(text) else {
+                guard let b = BudgetOption.parse(text) else {
                     throw UsageError("invalid budget \"\(text)\" (e.g. 1.5G, 800M, 50%)")
                 }
                 o.budget = b
@@ -268,7 +268,7 @@ public enum ReplayCommand {
         let ws = Replayer.workingSet(of: trace)
         let budgets: [(String, UInt64?)]
         if o.sweep {
-            budgets = o.percents.map { ("\(Format.fixed($0, 0))%", ByteCount.Budget.percent($0).resolve(workingSet: ws)) }
+            budgets = o.percents.map { ("\(Format.fixed($0, 0))%", BudgetOption.percent($0).resolve(workingSet: ws)) }
         } else if let b = o.budget {
             budgets = [(describe(b), b.resolve(workingSet: ws))]
         } else {
@@ -282,8 +282,8 @@ public enum ReplayCommand {
                 for outcome in outcomes { io.standardOutput(ReplayReport.json(outcome, trace: trace) + "\n") }
             } else {
                 let b = outcomes.first?.metrics.budget
-                let title = "\(label): \(trace.events.count) events, working set \(ByteCount.format(ws)), budget "
-                    + (b.map { "\(ByteCount.format($0)) (\(name))" } ?? "unlimited")
+                let title = "\(label): \(trace.events.count) events, working set \(ByteSize.format(ws)), budget "
+                    + (b.map { "\(ByteSize.format($0)) (\(name))" } ?? "unlimited")
                 io.standardOutput(ReplayReport.table(outcomes, title: title) + "\n")
                 for outcome in outcomes where !outcome.result.notes.isEmpty {
                     io.standardError("\(outcome.metrics.policy.rawValue): " + outcome.result.notes.joined(separator: "; ") + "\n")
@@ -311,9 +311,9 @@ public enum ReplayCommand {
         return 0
     }
 
-    static func describe(_ b: ByteCount.Budget) -> String {
+    static func describe(_ b: BudgetOption) -> String {
         switch b {
-        case .bytes(let n): ByteCount.format(n)
+        case .bytes(let n): ByteSize.format(n)
         case .percent(let p): "\(Format.fixed(p, 0))% of working set"
         }
     }

@@ -1,3 +1,5 @@
+import SceneCore
+
 /// An SVG chart of one or more replays: resident bytes against the budget over time, the low and
 /// high watermarks, and a mark for each reclaim action (disconnect ▼, terminate ✕, warning ●).
 public enum SVGChart {
@@ -48,7 +50,7 @@ public enum SVGChart {
             // Axis labels: bytes at top and middle, time at the end.
             for frac in [0.0, 0.5, 1.0] {
                 let b = UInt64(yMax * frac)
-                out += "<text x=\"\(fmt(left - 6))\" y=\"\(fmt(y(b) + 4))\" text-anchor=\"end\">\(ByteCount.format(b))</text>\n"
+                out += "<text x=\"\(fmt(left - 6))\" y=\"\(fmt(y(b) + 4))\" text-anchor=\"end\">\(ByteSize.format(b))</text>\n"
             }
             out += "<text x=\"\(fmt(left + plotWidth))\" y=\"\(fmt(y0 + h + 14))\" text-anchor=\"end\">"
             out += "\(fmt(Double(maxTime) / 1000)) s</text>\n"

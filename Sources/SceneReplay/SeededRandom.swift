@@ -1,3 +1,5 @@
+import SceneCore
+
 /// The generator's pseudo-random numbers: xoshiro256** seeded through SplitMix64, so that a seed
 /// gives the same trace, byte for byte, on every machine and every Swift version (the standard
 /// library's generators promise neither).
@@ -5,18 +7,11 @@ public struct SeededRandom: Sendable {
     private var s0: UInt64, s1: UInt64, s2: UInt64, s3: UInt64
 
     public init(seed: UInt64) {
-        var sm = seed
-        func splitMix() -> UInt64 {
-            sm &+= 0x9E37_79B9_7F4A_7C15
-            var z = sm
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        s0 = splitMix()
-        s1 = splitMix()
-        s2 = splitMix()
-        s3 = splitMix()
+        var splitMix = SplitMix64(seed: seed)
+        s0 = splitMix.next()
+        s1 = splitMix.next()
+        s2 = splitMix.next()
+        s3 = splitMix.next()
     }
 
     public mutating func next() -> UInt64 {

@@ -29,7 +29,7 @@ public enum Sweep {
                 var byPolicy: [VictimOrder: [PolicyOutcome]] = [:]
                 for (trace, ws) in zip(traces, workingSets) {
                     var s = settings
-                    s.budget = ByteCount.Budget.percent(percent).resolve(workingSet: ws)
+                    s.budget = BudgetOption.percent(percent).resolve(workingSet: ws)
                     let outcomes = Comparison.run(trace, policies: policies, settings: s, workingSet: ws, clock: clock)
                     for o in outcomes { byPolicy[o.metrics.policy, default: []].append(o) }
                 }
@@ -102,7 +102,7 @@ public enum Sweep {
                 gapRange,
                 String(ms.reduce(0) { $0 + $1.foregroundViolations }),
                 String(ms.reduce(0) { $0 + $1.pressureDiscards }),
-                ByteCount.format(ms.map(\.peakOverBudget).max() ?? 0),
+                ByteSize.format(ms.map(\.peakOverBudget).max() ?? 0),
                 Format.fixed(Double(ms.map(\.timeToReliefP99).max() ?? 0) / 1000, 1),
                 Stats(ms.map(\.regretRate)).text(1, scale: 100) + "%",
                 Format.fixed(ms.map(\.decisionMicrosP99).max() ?? 0, 1),

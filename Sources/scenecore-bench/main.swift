@@ -61,18 +61,8 @@ let idsBytes = ids.capacity * MemoryLayout<SessionID>.stride
 
 // activate <-> background on random sessions among the live ones: each command is one or two
 // transitions (background → willResignActive + didEnterBackground counts as two callbacks).
-/// SplitMix64: a fixed seed keeps runs comparable.
-struct SplitMix64 {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E3779B97F4A7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58476D1CE4E5B9
-        z = (z ^ (z >> 27)) &* 0x94D049BB133111EB
-        return z ^ (z >> 31)
-    }
-}
-var rng = SplitMix64(state: 42)
+// SceneCore's SplitMix64: a fixed seed keeps runs comparable.
+var rng = SplitMix64(seed: 42)
 var transitions = 0
 var commands = 0
 t0 = monotonicNanos()

@@ -1,10 +1,10 @@
 import Glibc
-import Synchronization
+import Locking
 
 /// A value shared between the bench's main thread and a client thread.
 final class Shared<Value: Sendable>: Sendable {
-    private let storage: Mutex<Value>
-    init(_ value: Value) { storage = Mutex(value) }
+    private let storage: Locked<Value>
+    init(_ value: Value) { storage = Locked(value) }
     var value: Value { storage.withLock { $0 } }
     func set(_ value: Value) { storage.withLock { $0 = value } }
     func update(_ change: (inout Value) -> Void) { storage.withLock { change(&$0) } }

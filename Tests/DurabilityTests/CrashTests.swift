@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import SceneCore
 import ScenedTestSupport
 import Testing
 import Varlink

@@ -94,20 +94,20 @@ import Testing
     }
 
     @Test func byteCountsAndBudgets() {
-        #expect(ByteCount.parse("1500000000") == 1_500_000_000)
-        #expect(ByteCount.parse("1.5G") == 1_610_612_736)
-        #expect(ByteCount.parse("800M") == 838_860_800)
-        #expect(ByteCount.parse("64K") == 65_536)
-        #expect(ByteCount.parse("x") == nil && ByteCount.parse("") == nil && ByteCount.parse("-1") == nil)
-        #expect(ByteCount.parseBudget("50%") == .percent(50))
-        #expect(ByteCount.parseBudget("0%") == nil)
-        #expect(ByteCount.Budget.percent(30).resolve(workingSet: 1_000) == 300)
-        #expect(ByteCount.format(1_610_612_736) == "1.5G")
-        #expect(ByteCount.format(512) == "512B")
+        #expect(ByteSize.parse("1500000000") == 1_500_000_000)
+        #expect(ByteSize.parse("1.5G") == 1_610_612_736)
+        #expect(ByteSize.parse("800M") == 838_860_800)
+        #expect(ByteSize.parse("64K") == 65_536)
+        #expect(ByteSize.parse("x") == nil && ByteSize.parse("") == nil && ByteSize.parse("-1") == nil)
+        #expect(BudgetOption.parse("50%") == .percent(50))
+        #expect(BudgetOption.parse("0%") == nil)
+        #expect(BudgetOption.percent(30).resolve(workingSet: 1_000) == 300)
+        #expect(ByteSize.format(1_610_612_736) == "1.5G")
+        #expect(ByteSize.format(512) == "512B")
         // What `format` writes reads back (found by Fuzz/bytesize: "1023B" was refused).
-        #expect(ByteCount.parse("512B") == 512 && ByteCount.parse("64KB") == 65_536)
-        #expect(ByteCount.parse(ByteCount.format(1023)) == 1023)
-        #expect(ByteCount.parse("B") == nil && ByteCount.parse("KB") == nil)
+        #expect(ByteSize.parse("512B") == 512 && ByteSize.parse("64KB") == 65_536)
+        #expect(ByteSize.parse(ByteSize.format(1023)) == 1023)
+        #expect(ByteSize.parse("B") == nil && ByteSize.parse("KB") == nil)
         #expect(Format.fixed(2.345, 2) == "2.35" && Format.fixed(-0.5, 0) == "-1" && Format.fixed(3, 1) == "3.0")
     }
 }

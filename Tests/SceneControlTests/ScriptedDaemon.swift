@@ -1,4 +1,5 @@
 import Glibc
+import Locking
 import SceneControl
 import ScenedTestSupport
 import Testing

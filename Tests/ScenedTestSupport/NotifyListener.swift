@@ -1,4 +1,5 @@
 import Glibc
+import Locking
 
 /// The service manager's side of sd_notify: an AF_UNIX datagram socket bound at `path`, whose
 /// path goes into NOTIFY_SOCKET. A thread reads every datagram as it arrives, as systemd does:

@@ -1,3 +1,5 @@
+import Locking
+
 /// A value set on one thread and read on another.
 public final class Shared<Value: Sendable>: Sendable {
     private let storage: Locked<Value>

@@ -1,4 +1,5 @@
 import Glibc
+import Locking
 
 /// Runs `body` on a new POSIX thread, so that blocking socket code never occupies a Swift
 /// concurrency thread the other side might need; `join()` waits for it.

@@ -37,7 +37,8 @@ import Testing
     @Test func installedLayout() throws {
         try withInstalledTree { root in
             for path in ["usr/share/bash-completion/completions/scenectl", "usr/share/zsh/vendor-completions/_scenectl",
-                         "usr/lib/tmpfiles.d/scened.conf", "usr/share/doc/scened/examples/a-mix-seed1.jsonl"]
+                         "usr/lib/tmpfiles.d/scened.conf", "usr/share/doc/scened/examples/a-mix-seed1.jsonl",
+                         "usr/share/varlink/io.scened.Manager.varlink"]
                 + Self.pages.map({ "usr/share/man/" + $0 }) {
                 var st = stat()
                 #expect(stat(root + "/" + path, &st) == 0 && Int(st.st_mode & 0o7777) == 0o644, "\(path) missing or not mode 0644")

@@ -1,4 +1,5 @@
 import Glibc
+import Locking
 import SceneCore
 import SceneStore
 
@@ -15,8 +16,8 @@ final class StoreWriter: @unchecked Sendable {
     // @unchecked: `store` is used only under `storeLock`, `slot` only under `slotLock`; the
     // descriptors are written once before the thread starts.
     private let store: SceneStore
-    private let storeLock = Lock()
-    private let slotLock = Lock()
+    private let storeLock = Locked(())
+    private let slotLock = Locked(())
     private var queued: (number: UInt64, batch: StoreBatch)?
     private var finished: (number: UInt64, result: Result<Void, StoreError>)?
     private var readQueue: [(token: UInt64, request: StoreRead)] = []
@@ -67,17 +68,17 @@ final class StoreWriter: @unchecked Sendable {
     }
 
     /// The oldest sequence number the event log answers for, as of the last commit or read.
-    var oldestLoggedSequence: UInt64? { slotLock.locked { oldestLogged } }
+    var oldestLoggedSequence: UInt64? { slotLock.withLock { _ in oldestLogged } }
 
     /// Queues a read; its result comes back through `takeFinishedReads`, with `token`.
     func submitRead(_ request: StoreRead, token: UInt64) {
-        slotLock.locked { readQueue.append((token, request)) }
+        slotLock.withLock { _ in readQueue.append((token, request)) }
         signal(wake.write)
     }
 
     /// Reads answered since the last call (called when `completionFD` is readable).
     func takeFinishedReads() -> [(token: UInt64, result: StoreReadResult)] {
-        slotLock.locked {
+        slotLock.withLock { _ in
             let done = readsDone
             readsDone.removeAll()
             return done
@@ -86,7 +87,7 @@ final class StoreWriter: @unchecked Sendable {
 
     /// Queues a batch (the previous one must have finished).
     func submit(_ batch: StoreBatch, number: UInt64) {
-        slotLock.locked { queued = (number, batch) }
+        slotLock.withLock { _ in queued = (number, batch) }
         signal(wake.write)
     }
 
@@ -94,7 +95,7 @@ final class StoreWriter: @unchecked Sendable {
     func takeFinished() -> (number: UInt64, result: Result<Void, StoreError>)? {
         var byte: UInt8 = 0
         while read(done.read, &byte, 1) > 0 {}
-        return slotLock.locked {
+        return slotLock.withLock { _ in
             let result = finished
             finished = nil
             return result
@@ -103,18 +104,18 @@ final class StoreWriter: @unchecked Sendable {
 
     /// Runs `body` with the store while no commit runs.
     func withStore<R>(_ body: (SceneStore) throws -> R) rethrows -> R {
-        try storeLock.locked { try body(store) }
+        try storeLock.withLock { _ in try body(store) }
     }
 
     /// Test hook: the next commit waits `seconds` first, as a stuck disk would make it.
     func stallNextCommit(seconds: UInt32) {
-        slotLock.locked { stall = seconds }
+        slotLock.withLock { _ in stall = seconds }
     }
 
     /// Lets the queued batch finish, then ends the thread.
     func stop() {
         guard running else { return }
-        slotLock.locked { stopping = true }
+        slotLock.withLock { _ in stopping = true }
         signal(wake.write)
         pthread_join(thread, nil)
         running = false
@@ -125,8 +126,8 @@ final class StoreWriter: @unchecked Sendable {
         while true {
             let n = read(wake.read, &byte, 1)
             if n < 0 && errno == EINTR { continue }
-            let (job, stop, pause, reads) = slotLock.locked {
-                () -> ((number: UInt64, batch: StoreBatch)?, Bool, UInt32, [(token: UInt64, request: StoreRead)]) in
+            let (job, stop, pause, reads) = slotLock.withLock {
+                _ -> ((number: UInt64, batch: StoreBatch)?, Bool, UInt32, [(token: UInt64, request: StoreRead)]) in
                 let job = queued
                 queued = nil
                 let pause = job == nil ? 0 : stall
@@ -136,9 +137,9 @@ final class StoreWriter: @unchecked Sendable {
                 return (job, stopping, pause, reads)
             }
             if !reads.isEmpty {
-                let answers = storeLock.locked { reads.map { ($0.token, answer($0.request)) } }
-                let oldest = storeLock.locked { store.oldestLoggedSequence }
-                slotLock.locked {
+                let answers = storeLock.withLock { _ in reads.map { ($0.token, answer($0.request)) } }
+                let oldest = storeLock.withLock { _ in store.oldestLoggedSequence }
+                slotLock.withLock { _ in
                     readsDone += answers
                     oldestLogged = oldest
                 }
@@ -146,10 +147,10 @@ final class StoreWriter: @unchecked Sendable {
             }
             if pause > 0 { sleep(pause) }
             if let job {
-                let (result, oldest) = storeLock.locked { () -> (Result<Void, StoreError>, UInt64?) in
+                let (result, oldest) = storeLock.withLock { _ -> (Result<Void, StoreError>, UInt64?) in
                     (Result { () throws(StoreError) in try store.commit(job.batch) }, store.oldestLoggedSequence)
                 }
-                slotLock.locked {
+                slotLock.withLock { _ in
                     finished = (job.number, result)
                     oldestLogged = oldest
                 }
@@ -196,27 +197,5 @@ enum StoreWriterError: Error, CustomStringConvertible {
         case .pipe(let e): "cannot create the commit thread's pipe: \(String(cString: strerror(e)))"
         case .thread(let e): "cannot start the commit thread: \(String(cString: strerror(e)))"
         }
-    }
-}
-
-/// A pthread mutex (the daemon does not use Foundation).
-final class Lock: @unchecked Sendable {
-    // @unchecked: the mutex itself is the synchronisation.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-
-    init() {
-        mutex = .allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    func locked<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
     }
 }

@@ -1,3 +1,4 @@
+import SceneCore
 import Varlink
 
 /// The [Limits] section: what one client, one user and all clients together may hold, in the
@@ -47,7 +48,7 @@ struct ConnectionLimits: Equatable, Sendable {
         return VarlinkError(name: Self.errorName, parameters: p)
     }
 
-    private func size(_ bytes: Int) -> String { ConfigValues.formatBytes(UInt64(bytes)) }
+    private func size(_ bytes: Int) -> String { ByteSize(UInt64(bytes)).exact }
 
     /// Why a connection was cut off or refused, for the client.
     func explanation(_ limit: String) -> String {

@@ -76,7 +76,7 @@ final class VarlinkServer {
     /// Inside `enforceGlobalLimits` (which steps connections, and so comes back here).
     private var enforcing = false
     /// With output to write at the next flush.
-    private var dirty: [ClientConnection] = []
+    var dirty: [ClientConnection] = []
     /// Replies held until their batch commits (with the journal entries of the same batches).
     let outbox: Outbox
     /// Needing clock ticks (part of a message held, or ending).
@@ -350,7 +350,7 @@ final class VarlinkServer {
         afterStep(conn)
     }
 
-    private func run(_ conn: ClientConnection, _ first: ConnectionMachine.Action) {
+    func run(_ conn: ClientConnection, _ first: ConnectionMachine.Action) {
         var action = first
         while true {
             switch action {
@@ -375,7 +375,7 @@ final class VarlinkServer {
     }
 
     /// Brings the server's lists, totals and epoll in line with the machine's state.
-    private func afterStep(_ conn: ClientConnection) {
+    func afterStep(_ conn: ClientConnection) {
         guard !conn.isClosed else { return }
         let m = conn.machine
         // The machine ended the stream (cut off, peer gone): nothing more may be produced.
@@ -431,62 +431,7 @@ final class VarlinkServer {
         return events
     }
 
-    // MARK: - Commits and output
-
-    /// Batches up to `batch` are settled: their replies become output, or `failure`.
-    func settle(through batch: UInt64, failure: VarlinkError?) {
-        outbox.releaseReplies(through: batch, failure: failure) { number, bytes, count, held in
-            guard let conn = connections[number], !conn.isClosed else { return }
-            conn.wire.enqueue(bytes)
-            step(conn, .repliesReleased(count: count, heldBytes: held, outputBytes: bytes.count))
-        }
-    }
-
-    /// Writes what each connection with new output has.
-    func flush() {
-        while !dirty.isEmpty {
-            let list = dirty
-            dirty.removeAll(keepingCapacity: true)
-            for conn in list {
-                conn.isDirty = false
-                guard !conn.isClosed else { continue }
-                run(conn, write(conn))
-                afterStep(conn)
-            }
-        }
-    }
-
-    /// A stream message that is already committed goes straight to the output, unless replies
-    /// are still held (a monitor's first reply): then it waits behind them, in order.
-    func appendOutput(_ conn: ClientConnection, _ bytes: [UInt8]) {
-        guard !conn.isClosed, conn.machine.streaming else { return }
-        if conn.hasHeldReplies {
-            conn.holdBehindLast(bytes)
-            afterStep(conn)
-            return
-        }
-        conn.wire.enqueue(bytes)
-        step(conn, .outputAdded(bytes: bytes.count))
-    }
-
-    /// The connection's open `more` call ended; its next calls may be handled.
-    func streamEnded(_ conn: ClientConnection) {
-        conn.stream = nil
-        step(conn, .streamEnded)
-    }
-
-    /// The stream may have more to produce (a monitor fell behind, its backlog set).
-    func streamChanged(_ conn: ClientConnection) {
-        guard !conn.isClosed, conn.stream != nil else { return }
-        step(conn, .streamHasMore(conn.streamHasMore))
-    }
-
-    /// Every live monitor, for event fan-out.
-    func forEachMonitor(_ body: (ClientConnection, MonitorStream) -> Void) {
-        for conn in connections.values {
-            if case .monitor(let m) = conn.stream, conn.machine.streaming { body(conn, m) }
-        }
-    }
+    // MARK: - Closing
 
     func close(_ conn: ClientConnection) {
         if !conn.machine.isClosed { _ = conn.machine.on(.socketError) }
@@ -514,26 +459,5 @@ final class VarlinkServer {
         listenSource = nil
         pollerSource?.cancel()
         pollerSource = nil
-    }
-
-    /// Logged at most `RateLimiter`'s burst per interval: a hostile client must not flood it.
-    func warn(_ message: String) {
-        let verdict = logLimiter.allow(now: now())
-        guard verdict.allowed else { return }
-        let suffix = verdict.suppressed > 0 ? " (\(verdict.suppressed) similar messages suppressed)" : ""
-        Diagnostics.warning(message + suffix)
-    }
-
-    /// A journal entry (rate-limited like `warn`) for a client refused or cut off by a limit.
-    func reportLimit(_ limit: String, peer: PeerCredentials, _ what: String, detail: String = "") {
-        let verdict = logLimiter.allow(now: now())
-        guard verdict.allowed else { return }
-        let suffix = verdict.suppressed > 0 ? " (\(verdict.suppressed) similar messages suppressed)" : ""
-        let message = "\(what) (pid \(peer.pid), uid \(peer.uid)): \(limit) exceeded\(detail)\(suffix)"
-        guard let log else { return Diagnostics.warning(message) }
-        log(LogEntry(priority: .warning, messageID: MessageID.clientLimit, message: message, fields: [
-            ("SCENED_LIMIT", limit), ("SCENED_CLIENT_PID", String(peer.pid)),
-            ("SCENED_CLIENT_UID", String(peer.uid)), ("SCENED_CLIENT_GID", String(peer.gid)),
-        ]))
     }
 }

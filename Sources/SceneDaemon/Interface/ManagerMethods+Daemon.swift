@@ -1,4 +1,5 @@
 import SceneCore
+import SceneInterface
 import Varlink
 
 /// The handlers of the daemon-wide methods (administrators only).

@@ -1,4 +1,5 @@
 import SceneCore
+import SceneInterface
 import Varlink
 
 /// Who may make a call.

@@ -1,3 +1,4 @@
+import SceneInterface
 import SystemdKit
 import SceneCore
 import Varlink

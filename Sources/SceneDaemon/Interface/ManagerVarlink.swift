@@ -1,5 +1,6 @@
 import Glibc
 import SceneCore
+import SceneInterface
 import SystemdKit
 import Varlink
 

@@ -1,4 +1,5 @@
 import Glibc
+import SceneCore
 import ScenedTestSupport
 import Synchronization
 import Varlink

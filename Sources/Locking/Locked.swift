@@ -1,10 +1,15 @@
 import Glibc
 
-/// A value behind a pthread mutex, with `Mutex`'s `withLock`. The test support uses it instead
-/// of Synchronization's `Mutex` because on Linux that one locks inside the uninstrumented
-/// standard library, so ThreadSanitizer does not see it and reports every access it guards as
-/// a race (`Fuzz/sanitize` runs the suite under ThreadSanitizer); pthread mutexes it sees.
+/// A value behind a pthread mutex, with `Mutex`'s `withLock`: the project's one lock (the
+/// daemon's commit thread and load heartbeat, scenectl's monitor feed, the test support and
+/// scened-bench all use it; guarding no value, it is `Locked(())`).
+///
+/// Not Synchronization's `Mutex`, on purpose: on Linux that one locks with futexes inside the
+/// uninstrumented standard library, so ThreadSanitizer does not see it and reports every access
+/// it guards as a race (it did, when LoadHeartbeat used it); `Fuzz/sanitize` runs the suite
+/// under ThreadSanitizer, which does see pthread mutexes.
 public final class Locked<Value>: @unchecked Sendable {
+    // @unchecked: the mutex itself is the synchronisation.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value
 

@@ -1,9 +1,11 @@
 /// The daemon's Varlink interface, served by org.varlink.service.GetInterfaceDescription and
 /// enforced for every call (unknown, missing or mistyped parameters → InvalidParameter).
-enum ManagerInterface {
-    static let name = "io.scened.Manager"
+/// The same text is shipped as interfaces/io.scened.Manager.varlink (InterfaceFileTests keeps
+/// the two equal); scenectl names its methods and errors through `name`.
+public enum ManagerInterface {
+    public static let name = "io.scened.Manager"
 
-    static let text = """
+    public static let text = """
 # scened manages scene sessions with the semantics of UIKit's scene life cycle.
 #
 # Apps are named by reverse-DNS identifiers (com.example.mail). A session (UISceneSession) is

@@ -1,12 +1,10 @@
 /// An interface for system tests only, served when the environment has SCENED_TEST_HOOKS=1
 /// (a production unit never sets it): it can make the loop hang or
 /// livelock and the commit thread stall, to prove the watchdog.
-enum TestingInterface {
-    static let name = "io.scened.Testing"
+public enum TestingInterface {
+    public static let name = "io.scened.Testing"
 
-    static var enabled: Bool { DaemonPaths.environment("SCENED_TEST_HOOKS") == "1" }
-
-    static let text = """
+    public static let text = """
 # Test hooks of scened. Served only when SCENED_TEST_HOOKS=1 is in the daemon's environment.
 interface io.scened.Testing
 

@@ -1,0 +1,60 @@
+import Varlink
+
+// MARK: - Commits and output
+
+extension VarlinkServer {
+    /// Batches up to `batch` are settled: their replies become output, or `failure`.
+    func settle(through batch: UInt64, failure: VarlinkError?) {
+        outbox.releaseReplies(through: batch, failure: failure) { number, bytes, count, held in
+            guard let conn = connections[number], !conn.isClosed else { return }
+            conn.wire.enqueue(bytes)
+            step(conn, .repliesReleased(count: count, heldBytes: held, outputBytes: bytes.count))
+        }
+    }
+
+    /// Writes what each connection with new output has.
+    func flush() {
+        while !dirty.isEmpty {
+            let list = dirty
+            dirty.removeAll(keepingCapacity: true)
+            for conn in list {
+                conn.isDirty = false
+                guard !conn.isClosed else { continue }
+                run(conn, write(conn))
+                afterStep(conn)
+            }
+        }
+    }
+
+    /// A stream message that is already committed goes straight to the output, unless replies
+    /// are still held (a monitor's first reply): then it waits behind them, in order.
+    func appendOutput(_ conn: ClientConnection, _ bytes: [UInt8]) {
+        guard !conn.isClosed, conn.machine.streaming else { return }
+        if conn.hasHeldReplies {
+            conn.holdBehindLast(bytes)
+            afterStep(conn)
+            return
+        }
+        conn.wire.enqueue(bytes)
+        step(conn, .outputAdded(bytes: bytes.count))
+    }
+
+    /// The connection's open `more` call ended; its next calls may be handled.
+    func streamEnded(_ conn: ClientConnection) {
+        conn.stream = nil
+        step(conn, .streamEnded)
+    }
+
+    /// The stream may have more to produce (a monitor fell behind, its backlog set).
+    func streamChanged(_ conn: ClientConnection) {
+        guard !conn.isClosed, conn.stream != nil else { return }
+        step(conn, .streamHasMore(conn.streamHasMore))
+    }
+
+    /// Every live monitor, for event fan-out.
+    func forEachMonitor(_ body: (ClientConnection, MonitorStream) -> Void) {
+        for conn in connections.values {
+            if case .monitor(let m) = conn.stream, conn.machine.streaming { body(conn, m) }
+        }
+    }
+}
