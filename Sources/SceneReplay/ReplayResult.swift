@@ -54,6 +54,8 @@ public struct ReplayResult: Sendable {
     public var notes: [String] = []
     /// With a timeline: one line per restore and per victim.
     public var log: [String] = []
+    /// With `recordActions`: every reclaim action the engine took, in order.
+    public var actions: [ReplayAction] = []
 
     public init(metrics: ReplayMetrics) { self.metrics = metrics }
 }
@@ -66,4 +68,21 @@ public enum ReplayInput: Sendable, Equatable {
     case override(PressureOverride?)
     /// The controller is evaluated (the engine ticked first), with this budget.
     case evaluate(budget: UInt64?)
+}
+
+/// One reclaim action, its target named as the trace names it (a scene, or an app) and in the
+/// daemon's history's words (`GetPressureHistory`), so that the two can be compared.
+public struct ReplayAction: Sendable, Equatable, CustomStringConvertible {
+    public var time: Int64
+    /// warning, suspend, disconnect, terminate or discard.
+    public var kind: String
+    public var target: String
+
+    public init(time: Int64, kind: String, target: String) {
+        self.time = time
+        self.kind = kind
+        self.target = target
+    }
+
+    public var description: String { "\(time) \(kind) \(target)" }
 }

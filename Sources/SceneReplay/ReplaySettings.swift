@@ -20,6 +20,11 @@ public struct ReplaySettings: Sendable {
     public var slowAckMs: Int64
     /// Record the usage line and the actions for a chart.
     public var recordTimeline: Bool
+    /// Record every reclaim action taken, named as the trace names things (`--actions`).
+    public var recordActions = false
+    /// Whether the gauge (usage against the budget) is a pressure source; the daemon can run
+    /// with PSI alone, and an exported trace says so.
+    public var gaugeIsSource = true
 
     public init(order: VictimOrder = .ours, budget: UInt64? = nil, reclaim: ReclaimConfiguration = ReclaimConfiguration(),
                 engine: EngineConfiguration = .standard, hold: TimeSpan = .seconds(4), tail: TimeSpan = .seconds(300),

@@ -132,6 +132,7 @@ extension Replayer {
         do {
             try engine.handle(c, now: now, effects: &effects)
             stepObserver?(c, true, now)
+            if settings.recordActions, let action = describe(c, at: now) { result.actions.append(action) }
             return true
         } catch {
             stepObserver?(c, false, now)
@@ -161,5 +162,25 @@ extension Replayer {
     mutating func mark(_ kind: TimelineMark.Kind, at now: Timestamp) {
         guard settings.recordTimeline else { return }
         result.marks.append(TimelineMark(time: now.microseconds / 1000, kind: kind, usage: engine.residentBytes))
+    }
+
+    /// A reclaim command in the words of the daemon's pressure history, its target named as
+    /// the trace names it.
+    func describe(_ c: Command, at now: Timestamp) -> ReplayAction? {
+        let ms = now.microseconds / 1000
+        func app(_ id: AppID) -> String { appName[id] ?? id.rawValue }
+        func scene(_ id: SessionID) -> String { sceneOf[id] ?? id.description }
+        switch c {
+        case .memoryWarning(let list, _):
+            let apps = list ?? []
+            // As PressureHistory bounds it: three names, then how many more.
+            let named = apps.prefix(3).map(app).joined(separator: ",")
+            return ReplayAction(time: ms, kind: "warning", target: apps.count > 3 ? named + " and \(apps.count - 3) more" : named)
+        case .suspend(let id, _): return ReplayAction(time: ms, kind: "suspend", target: app(id))
+        case .disconnect(let id, _): return ReplayAction(time: ms, kind: "disconnect", target: scene(id))
+        case .terminate(let id, _): return ReplayAction(time: ms, kind: "terminate", target: app(id))
+        case .discard(let id, _): return ReplayAction(time: ms, kind: "discard", target: scene(id))
+        default: return nil
+        }
     }
 }

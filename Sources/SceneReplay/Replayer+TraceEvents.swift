@@ -16,15 +16,19 @@ extension Replayer {
     }
 
     mutating func appID(for scene: TraceScene) -> AppID {
-        if let name = scene.app {
-            if let id = namedApps[name] { return id }
-            let id = AppID("trace.app\(namedApps.count + 1)")!
-            namedApps[name] = id
-            return id
-        }
+        if let name = scene.app { return appID(named: name) }
         if let id = appOf[scene.name] { return id }
         let id = AppID("trace.scene\(appOf.count + 1)")!
         appOf[scene.name] = id
+        appName[id] = scene.name
+        return id
+    }
+
+    mutating func appID(named name: String) -> AppID {
+        if let id = namedApps[name] { return id }
+        let id = (realAppNames ? AppID(name) : nil) ?? AppID("trace.app\(namedApps.count + 1)")!
+        namedApps[name] = id
+        appName[id] = name
         return id
     }
 
@@ -108,6 +112,24 @@ extension Replayer {
             }
         case .ackProfile(let profile):
             acks[profile.scene] = profile
+        case .settings:
+            break
+        case .launch(let name):
+            let id = appID(named: name)
+            guard engine.apps[id]?.process ?? .notRunning == .notRunning else { return }
+            _ = command(.launch(id), at: t)
+            if let base = appBase[name], engine.apps[id]?.baseFootprint != base { _ = command(.setAppFootprint(id, base), at: t) }
+        case .terminate(let name):
+            guard let id = namedApps[name], let app = engine.apps[id], app.process != .notRunning else { return }
+            _ = command(.terminate(id, cause: .request), at: t)
+        case .disconnect(let name):
+            guard let id = sessionOf[name], engine.sessions[id]?.condition == .live else { return }
+            _ = command(.disconnect(id, cause: .request), at: t)
+        case .timedPressure(let level, let ms):
+            if !measureOnly {
+                controller.override = PressureOverride(level: level, until: t + .milliseconds(ms))
+                inputObserver?(.override(controller.override), t)
+            }
         }
     }
 

@@ -34,6 +34,11 @@ public struct Replayer {
     var appOf: [String: AppID] = [:]
     var namedApps: [String: AppID] = [:]
     var appBase: [String: UInt64] = [:]
+    /// The trace's name of each app the replay made (for naming actions).
+    var appName: [AppID: String] = [:]
+    /// An exported trace names apps by their real ids, and those are used as they are: the
+    /// policy orders some steps by app id, so other names could reorder them.
+    let realAppNames: Bool
     var acks: [String: AckProfile] = [:]
     /// Sessions a cap discarded, by scene name, to reopen cold if the trace uses them again.
     var capDiscarded: Set<String> = []
@@ -66,7 +71,9 @@ public struct Replayer {
         var reclaim = settings.reclaim
         reclaim.budget = .max
         controller = ReclaimController(policy: ReclaimPolicy(configuration: reclaim, order: settings.order),
-                                       gauge: PressureGauge(watermarks: settings.reclaim.watermarks, hold: settings.hold))
+                                       gauge: PressureGauge(watermarks: settings.reclaim.watermarks, hold: settings.hold),
+                                       gaugeIsSource: settings.gaugeIsSource)
+        realAppNames = trace.settings != nil
         metrics = ReplayMetrics(policy: settings.order)
         result = ReplayResult(metrics: metrics)
         var first: UInt64?
@@ -114,7 +121,7 @@ public struct Replayer {
             apply(event, at: t)
             sample(at: t)
             switch event.kind {
-            case .meta, .ackProfile: break
+            case .meta, .ackProfile, .settings: break
             default: if !measureOnly { decide(at: t) }
             }
         }
