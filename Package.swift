@@ -25,7 +25,7 @@ let package = Package(
         // scenectl's logic, as a library so that it can be unit-tested.
         .target(name: "SceneControl", dependencies: ["Varlink", "SystemdKit", "SceneCore", "SceneReplay"]),
         // Service wiring.
-        .target(name: "SceneDaemon", dependencies: ["SceneCore", "SceneStore", "SystemdKit", "Varlink"]),
+        .target(name: "SceneDaemon", dependencies: ["SceneCore", "SceneStore", "SystemdKit", "Varlink", "SceneReplay"]),
 
         .executableTarget(name: "scened", dependencies: ["SceneDaemon"]),
         .executableTarget(name: "scenectl", dependencies: ["SceneControl"]),

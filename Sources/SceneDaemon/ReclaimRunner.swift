@@ -18,6 +18,10 @@ final class ReclaimRunner {
     var wakeAt: ((Timestamp?) -> Void)?
     /// The level changed (status line).
     var onLevelChange: (() -> Void)?
+    /// Every override set or cleared, at the event sequence number it came before, for
+    /// ExportTrace (the event log does not have them). Bounded: the oldest go first.
+    private(set) var overrides: [(time: Timestamp, seq: UInt64, override: PressureOverride?)] = []
+    static let overrideCapacity = 256
     /// Tests: every reclaim command carried out, and whether the engine took it.
     var stepObserver: ((Command, Bool) -> Void)?
 
@@ -46,6 +50,8 @@ final class ReclaimRunner {
 
     func setOverride(_ override: PressureOverride?) {
         controller.override = override
+        if overrides.count >= Self.overrideCapacity { overrides.removeFirst(Self.overrideCapacity / 8) }
+        overrides.append((manager.clock.now(), manager.engine.nextSequence, override))
     }
 
     func evaluate() {
