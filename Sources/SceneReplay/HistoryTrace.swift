@@ -20,6 +20,8 @@ public struct HistoryInput: Sendable, Equatable {
     public enum Kind: Sendable, Equatable {
         case budget(UInt64)
         case override(PressureOverride?)
+        /// The daemon evaluated the controller (a pass that changed something).
+        case decide
     }
     public var seq: UInt64
     public var time: Timestamp
@@ -37,7 +39,7 @@ public struct HistoryInput: Sendable, Equatable {
 ///
 /// Events become the trace lines of what a client or a timer did: connects (`open`, in the
 /// background; a foreground connect adds `activate`), activations, deactivations, backgrounds,
-/// requested disconnects, discards (`close`), launches, terminations and suspensions. What
+/// requested disconnects, discards (`close`), launches, terminations and requested suspensions. What
 /// the controller did (cause reclaim or cap) is left out: it is what a replay decides again.
 /// Events at start-up (cause restore) are left out too. A session the trace has not opened
 /// (it was connected before `since`) is opened when first named. Times are milliseconds after
@@ -79,6 +81,7 @@ public struct HistoryTraceBuilder {
             switch input.kind {
             case .budget(let b): self.budget = b
             case .override(let o): initialOverride = o
+            case .decide: break
             }
         }
         self.inputs = later
@@ -150,6 +153,8 @@ public struct HistoryTraceBuilder {
                 out.append(TraceEvent(time: ms(input.time), .budget(.bytes(b))))
             case .override(let o):
                 out.append(TraceEvent(time: ms(input.time), pressure(o, at: input.time)))
+            case .decide:
+                out.append(TraceEvent(time: ms(input.time), .decide))
             }
         }
     }
@@ -179,8 +184,9 @@ public struct HistoryTraceBuilder {
     }
 
     mutating func convert(_ e: LifecycleEvent, into out: inout [TraceEvent]) {
-        let byTimer = e.cause == .timer
-        guard e.cause == .request || (byTimer && e.name == .suspended) else { return }
+        // Timers (suspension, task expiry) are left to the replay's engine, which runs the
+        // same ones from the same settings.
+        guard e.cause == .request else { return }
         let t = ms(e.time)
         let scene = e.session?.description
         switch e.name {

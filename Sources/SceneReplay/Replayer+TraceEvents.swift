@@ -112,7 +112,7 @@ extension Replayer {
             }
         case .ackProfile(let profile):
             acks[profile.scene] = profile
-        case .settings:
+        case .settings, .decide:
             break
         case .launch(let name):
             let id = appID(named: name)

@@ -39,6 +39,8 @@ public struct Replayer {
     /// An exported trace names apps by their real ids, and those are used as they are: the
     /// policy orders some steps by app id, so other names could reorder them.
     let realAppNames: Bool
+    /// Decide only at `decide` lines and wake-ups (an exported trace: the daemon's passes).
+    let explicitDecisions: Bool
     var acks: [String: AckProfile] = [:]
     /// Sessions a cap discarded, by scene name, to reopen cold if the trace uses them again.
     var capDiscarded: Set<String> = []
@@ -74,6 +76,7 @@ public struct Replayer {
                                        gauge: PressureGauge(watermarks: settings.reclaim.watermarks, hold: settings.hold),
                                        gaugeIsSource: settings.gaugeIsSource)
         realAppNames = trace.settings != nil
+        explicitDecisions = trace.settings?.explicitDecisions == true
         metrics = ReplayMetrics(policy: settings.order)
         result = ReplayResult(metrics: metrics)
         var first: UInt64?
@@ -122,7 +125,8 @@ public struct Replayer {
             sample(at: t)
             switch event.kind {
             case .meta, .ackProfile, .settings: break
-            default: if !measureOnly { decide(at: t) }
+            case .decide: if !measureOnly { decide(at: t) }
+            default: if !measureOnly && !explicitDecisions { decide(at: t) }
             }
         }
         let end = Self.timestamp(events.last?.time ?? 0)

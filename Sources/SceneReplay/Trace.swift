@@ -26,7 +26,11 @@ import SceneCore
 /// {"t":20,"ev":"disconnect","scene":"a"}                 the scene is released on request; its session is kept
 /// {"t":30,"ev":"terminate","app":"x"}                    the app is terminated on request
 /// {"t":40,"ev":"pressure","level":"critical","for_ms":3000}   an override that lapses by itself
+/// {"t":40,"ev":"decide"}                                 the controller is evaluated here
 /// ```
+/// With `"explicit_decisions":true` in the settings line, the controller is evaluated only at
+/// `decide` lines (the daemon's evaluations, one per pass that changed something) and at the
+/// times it asks to be woken; otherwise after every line, as for any trace.
 /// `open` connects the scene in the background (as a system-requested scene would be); it becomes
 /// foreground-active with `activate`. `suspend` suspends the scene's app (refused, and ignored,
 /// while the app has a foreground scene or a task). `close` is the user discarding the session.
@@ -84,6 +88,8 @@ public struct TraceEvent: Sendable, Equatable {
         case disconnect(String)
         /// An override for this many milliseconds, then back to the gauge.
         case timedPressure(PressureLevel, durationMs: Int64)
+        /// The controller is evaluated (with explicit decisions).
+        case decide
     }
 }
 

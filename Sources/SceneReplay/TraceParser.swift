@@ -80,7 +80,7 @@ public enum TraceParser {
             open.remove(s)
         case .mem(let s, _), .protect(let s, _):
             try mustBeOpen(s)
-        case .meta, .appMem, .budget, .pressure, .ackProfile, .settings, .launch, .terminate, .timedPressure:
+        case .meta, .appMem, .budget, .pressure, .ackProfile, .settings, .launch, .terminate, .timedPressure, .decide:
             break
         }
     }
@@ -189,6 +189,7 @@ public enum TraceParser {
         case "launch": kind = .launch(app: try fields.string("app"))
         case "terminate": kind = .terminate(app: try fields.string("app"))
         case "disconnect": kind = .disconnect(try fields.sceneName())
+        case "decide": kind = .decide
         default:
             throw TraceError(line: number, "unknown event \"\(ev)\"")
         }

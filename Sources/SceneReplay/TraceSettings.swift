@@ -9,7 +9,8 @@ import Varlink
 ///  "low":0.8,"high":0.9,"critical":0.97,"hold_us":4000000,"aging_us":10000000,"settle_us":1000000,
 ///  "max_victims":32,"default_restore_ms":500,"regret_us":60000000,"suspend_early":true,
 ///  "terminate_suspended":true,"max_sessions":0,"archived_max_age_us":0,"max_discards":1000,
-///  "suspend_delay_us":5000000,"task_budget_us":30000000,"expiration_grace_us":2000000}
+///  "suspend_delay_us":5000000,"task_budget_us":30000000,"expiration_grace_us":2000000,
+///  "explicit_decisions":true}
 /// ```
 /// Durations are microseconds (the daemon's unit: a millisecond would round some settings).
 /// Every member is optional; a missing one takes the default. The budget is not here: it is
@@ -27,6 +28,9 @@ public struct TraceSettings: Sendable, Equatable {
     public var hold: TimeSpan
     /// Whether usage against the budget was a pressure source (`[Pressure] Sources=simulated`).
     public var gauge: Bool
+    /// The controller is evaluated only at `decide` lines and its wake-ups (the daemon
+    /// evaluates once per pass, not once per event).
+    public var explicitDecisions = false
 
     public init(source: String? = nil, since: UInt64? = nil, epochMicros: Int64? = nil,
                 reclaim: ReclaimConfiguration = ReclaimConfiguration(), engine: EngineConfiguration = .standard,
@@ -61,6 +65,10 @@ extension TraceParser {
         if let epoch = try fields.optionalBytes("epoch_us") {
             guard epoch <= UInt64(Int64.max) else { throw fields.error("\"epoch_us\" is too large") }
             s.epochMicros = Int64(epoch)
+        }
+        if let raw = fields.take("explicit_decisions") {
+            guard let flag = raw.boolValue else { throw fields.error("\"explicit_decisions\" must be true or false") }
+            s.explicitDecisions = flag
         }
         if let g = fields.take("gauge") {
             guard let flag = g.boolValue else { throw fields.error("\"gauge\" must be true or false") }
@@ -118,6 +126,7 @@ extension TraceWriter {
         if let since = s.since { w.key("since"); w.uint(since) }
         if let epoch = s.epochMicros { w.key("epoch_us"); w.int(epoch) }
         w.key("gauge"); w.bool(s.gauge)
+        if s.explicitDecisions { w.key("explicit_decisions"); w.bool(true) }
         let r = s.reclaim
         w.key("low"); w.double(r.watermarks.low)
         w.key("high"); w.double(r.watermarks.high)

@@ -125,6 +125,8 @@ public enum TraceWriter {
         case .disconnect(let s):
             w.string("disconnect")
             scene(s)
+        case .decide:
+            w.string("decide")
         case .timedPressure(let level, let ms):
             w.string("pressure")
             w.key("level")
