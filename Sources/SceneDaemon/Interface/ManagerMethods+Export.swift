@@ -33,23 +33,28 @@ extension ManagerVarlink {
         }
         let engine = manager.engine
         let settings = daemon.settings
-        // What no event records, as it is now: the trace's scenes get today's footprints.
-        var sessions: [SessionID: HistorySession] = [:]
+        // What no event records, as it is now (a discarded session's as it connected): the
+        // trace's scenes get today's footprints.
+        let reclaim = daemon.reclaim
+        var sessions = reclaim.connected
         for (id, s) in engine.sessions {
             sessions[id] = HistorySession(footprint: s.footprint, restoreCostMs: s.restoreCostMs, isProtected: s.isProtected)
         }
         var apps: [AppID: UInt64] = [:]
         for (id, a) in engine.apps where a.baseFootprint > 0 { apps[id] = a.baseFootprint }
-        let reclaim = daemon.reclaim
         var inputs = reclaim.history.samples.map { HistoryInput(seq: $0.seq, time: $0.time, .budget($0.budget)) }
         inputs += reclaim.overrides.map { HistoryInput(seq: $0.seq, time: $0.time, .override($0.override)) }
+        inputs += reclaim.decisions.map { HistoryInput(seq: $0.seq, time: $0.time, .decide) }
         // Stable: an override and a sample at one sequence number keep the order they came in.
         inputs = inputs.enumerated().sorted { ($0.element.seq, $0.element.time, $0.offset) < ($1.element.seq, $1.element.time, $1.offset) }
             .map(\.element)
-        let header = TraceSettings(source: "scened", since: since, reclaim: settings.reclaimConfiguration,
+        var header = TraceSettings(source: "scened", since: since, reclaim: settings.reclaimConfiguration,
                                    engine: settings.engineConfiguration,
                                    hold: TimeSpan(microseconds: settings.pressureHold),
                                    gauge: settings.pressureSources.contains(.simulated))
+        // Only while every evaluation since `since` is known; else the replay decides after
+        // every line, as for any trace.
+        header.explicitDecisions = reclaim.droppedDecisions == 0 || (reclaim.decisions.first.map { $0.seq <= since } ?? false)
         // The budget before the first sample: the one in force (no reload changed it since).
         let budget = reclaim.history.samples.first?.budget ?? reclaim.budget
         let builder = HistoryTraceBuilder(settings: header, sessions: sessions, appFootprints: apps, budget: budget,
