@@ -29,7 +29,8 @@ final class ReclaimRunner {
     /// override or budget), for ExportTrace: a replay evaluates where the daemon did, once per
     /// pass rather than once per event. Bounded like the overrides.
     private(set) var decisions: [(time: Timestamp, seq: UInt64)] = []
-    private(set) var droppedDecisions = 0
+    /// The first sequence number from which every evaluation is recorded (nil before the first).
+    private(set) var decisionsFrom: UInt64?
     static let decisionCapacity = 8192
     /// The event sequence number when the last evaluation ended (its own steps included).
     private var evaluatedThrough: UInt64?
@@ -119,8 +120,9 @@ final class ReclaimRunner {
         guard inputsChanged || evaluatedThrough != seq else { return }
         if decisions.count >= Self.decisionCapacity {
             decisions.removeFirst(Self.decisionCapacity / 8)
-            droppedDecisions += Self.decisionCapacity / 8
+            decisionsFrom = decisions.first?.seq
         }
+        if decisionsFrom == nil { decisionsFrom = seq }
         decisions.append((now, seq))
     }
 

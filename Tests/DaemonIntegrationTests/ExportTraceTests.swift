@@ -57,6 +57,8 @@ struct ExportTraceTests {
         let text = readTextFile(path)
         let lines = text.split(separator: "\n").map(String.init)
         #expect(lines.first?.contains(#""ev":"settings","source":"scened""#) == true, "\(lines.prefix(2))")
+        // Every evaluation since the start is known: the replay decides where the daemon did.
+        #expect(lines.first?.contains(#""since":1,"#) == true && lines.first?.contains(#""explicit_decisions":true"#) == true)
         #expect(lines.contains { $0.contains(#""ev":"budget","bytes":8589934592"#) }, "the daemon's 8G budget")
         #expect(lines.contains { $0.contains(#""ev":"pressure","level":"critical","for_ms":3000"#) })
         for kind in ["open", "activate", "background", "disconnect", "close", "launch", "terminate", "decide"] {
@@ -106,6 +108,48 @@ struct ExportTraceTests {
         #expect(bad.status == 2 && bad.stderr.contains("--since") && bad.stdout.isEmpty, "\(bad.summary)")
         let unwritable = try scenectl(["export-trace", "-o", workspace.path + "/no/such/dir/t.jsonl"])
         #expect(unwritable.status == 1 && unwritable.stderr.contains("cannot write"), "\(unwritable.summary)")
+        try daemon.stop()
+    }
+
+    @Test("a history longer than the daemon keeps in memory comes in bounded pieces, read by the commit thread, all of it")
+    func longHistoryComesInPieces() throws {
+        let workspace = try Workspace()
+        let daemon = try DaemonProcess(workspace)
+        let client = try daemon.client()
+        // 1,500 apps of one session each: three events apiece, more than the 4,096 events the
+        // daemon keeps in memory, so the start of the log is read from SQLite.
+        let count = 1_500
+        for i in 0..<count {
+            try client.send(oneway: "io.scened.Manager.Connect",
+                            ["app": .string("com.example.bulk\(i)"), "background": true, "footprint": 1_000_000])
+        }
+        let next = try client.call("io.scened.Manager.GetStatus")["status"]?["nextSeq"]?.intValue ?? 0
+        #expect(next > 4_096, "only \(next - 1) events")
+        var pieces = 0
+        var lines = 0
+        var opens = 0
+        var largest = 0
+        try daemon.client(timeout: .seconds(60)).callMore("io.scened.Manager.ExportTrace") { reply in
+            pieces += 1
+            largest = max(largest, JSONValue.object(reply).serializedString().utf8.count)
+            for line in reply["lines"]?.arrayValue ?? [] {
+                lines += 1
+                if line.stringValue?.contains(#""ev":"open""#) == true { opens += 1 }
+            }
+            return true
+        }
+        #expect(opens == count, "\(opens) sessions opened in the trace")
+        #expect(pieces >= 3, "\(lines) lines in \(pieces) pieces")
+        #expect(largest <= 300 << 10, "a piece of \(largest) bytes")
+        // scenectl writes the same lines, and the replay reads them all.
+        let path = workspace.path + "/bulk.jsonl"
+        let exported = try run([Binaries.scenectl, "--socket", workspace.socketPath, "export-trace", "-o", path],
+                               environment: ["SCENED_SOCKET": nil], in: workspace.path)
+        #expect(exported.status == 0, "\(exported.summary)")
+        #expect(readTextFile(path).split(separator: "\n").count == lines)
+        let replayed = try run([Binaries.scenectl, "simulate", path, "--policy", "ours", "--json"],
+                               environment: ["SCENED_SOCKET": nil], in: workspace.path)
+        #expect(replayed.status == 0 && replayed.stdout.contains(#""trace_refusals":0"#), "\(replayed.summary)")
         try daemon.stop()
     }
 }

@@ -25,10 +25,11 @@ extension ManagerVarlink {
         guard let daemon else { throw .methodNotImplemented(c.call.method) }
         guard c.call.more else { throw .expectedMore() }
         let end = manager.committedNextSequence
-        var since: UInt64 = 0
+        // Without since: as far back as the log reaches.
+        var since = max(manager.oldestKeptSequence, 1)
         if c.p.has("since") {
             guard let value = try c.p.count("since") else { throw .invalidParameter("since") }
-            since = value
+            since = max(value, 1)
             if since < end, let unavailable = manager.checkAvailable(from: since) { throw Self.error(unavailable) }
         }
         let engine = manager.engine
@@ -52,14 +53,14 @@ extension ManagerVarlink {
                                    engine: settings.engineConfiguration,
                                    hold: TimeSpan(microseconds: settings.pressureHold),
                                    gauge: settings.pressureSources.contains(.simulated))
-        // Only while every evaluation since `since` is known; else the replay decides after
-        // every line, as for any trace.
-        header.explicitDecisions = reclaim.droppedDecisions == 0 || (reclaim.decisions.first.map { $0.seq <= since } ?? false)
+        // Only if every evaluation from `since` on is known (not if the daemon restarted or
+        // forgot some since); else the replay decides after every line, as for any trace.
+        header.explicitDecisions = reclaim.decisionsFrom.map { $0 <= since } ?? false
         // The budget before the first sample: the one in force (no reload changed it since).
         let budget = reclaim.history.samples.first?.budget ?? reclaim.budget
         let builder = HistoryTraceBuilder(settings: header, sessions: sessions, appFootprints: apps, budget: budget,
                                           inputs: inputs)
-        c.conn.stream = .export(TraceExport(builder: builder, next: max(since, 1), end: end))
+        c.conn.stream = .export(TraceExport(builder: builder, next: since, end: end))
     }
 
     /// Sends what is ready, or asks for the next piece of the log.
@@ -115,30 +116,30 @@ extension ManagerVarlink {
         export.finished = true
     }
 
-    /// One reply of at most `listingPieceBytes` of lines (always at least one line), the last
-    /// one without `continues`.
+    /// One reply of at most about `listingPieceBytes` (as written, escapes included; always at
+    /// least one line), the last one without `continues`.
     private func sendTracePiece(_ conn: ClientConnection, _ export: inout TraceExport) {
         var end = export.pendingNext
-        var bytes = 0
-        while end < export.pending.count, end == export.pendingNext || bytes + export.pending[end].count < Self.listingPieceBytes {
-            bytes += export.pending[end].count
-            end += 1
-        }
-        let lines = export.pending[export.pendingNext..<end]
-        let last = export.finished && end == export.pending.count
+        let pending = export.pending
+        let finished = export.finished
         // Held like any reply; the lines come from committed events.
         conn.hold(batch: manager.gathering) { w in
+            let start = w.bytes.count
             w.beginObject()
             w.key(static: "parameters")
             w.beginObject()
             w.key(static: "lines")
             w.beginArray()
-            for line in lines { w.string(String(decoding: line, as: UTF8.self)) }
+            while end < pending.count, w.bytes.count - start < Self.listingPieceBytes {
+                w.string(String(decoding: pending[end], as: UTF8.self))
+                end += 1
+            }
             w.endArray()
             w.endObject()
-            if !last { w.key(static: "continues"); w.bool(true) }
+            if !(finished && end == pending.count) { w.key(static: "continues"); w.bool(true) }
             w.endObject()
         }
+        let last = finished && end == pending.count
         if last {
             server.streamEnded(conn)
             return
