@@ -13,7 +13,7 @@ extension Verb {
             'scenectl simulate FILE --policy ours' takes the reclaim actions the daemon took \
             (--actions lists them), and other policies or budgets show what they would have \
             done. Forced pressure (pressure set) is in the trace; PSI readings are not. \
-            Footprints, restore costs and protection are the sessions' current ones. The trace \
+            Footprints, restore costs and protection are the sessions' current ones (a discarded session's as it connected). The trace \
             goes to standard output, or to FILE with -o.
             """,
         options: [OptionSpec("since", value: "SEQ", "Start at this event sequence number"),

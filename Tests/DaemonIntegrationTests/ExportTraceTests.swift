@@ -103,6 +103,9 @@ struct ExportTraceTests {
         #expect(laterLines.first?.contains(#""since":\#(next)"#) == true)
         #expect(later.stdout.contains(#""app":"com.example.late""#) && !later.stdout.contains("com.example.trace2"))
 
+        // A stream only: without "more" the call is refused.
+        #expect(throws: (any Error).self) { try daemon.call("ExportTrace") }
+
         // A bad --since: the usage status, a message on stderr, nothing on stdout.
         let bad = try scenectl(["export-trace", "--since", "-3"])
         #expect(bad.status == 2 && bad.stderr.contains("--since") && bad.stdout.isEmpty, "\(bad.summary)")
