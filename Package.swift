@@ -30,7 +30,7 @@ let package = Package(
         // scenectl's logic, as a library so that it can be unit-tested.
         .target(name: "SceneControl", dependencies: ["Varlink", "SystemdKit", "SceneCore", "SceneReplay", "SceneInterface", "Locking"]),
         // Service wiring.
-        .target(name: "SceneDaemon", dependencies: ["SceneCore", "SceneStore", "SystemdKit", "Varlink", "SceneInterface", "Locking"]),
+        .target(name: "SceneDaemon", dependencies: ["SceneCore", "SceneStore", "SystemdKit", "Varlink", "SceneInterface", "Locking", "SceneReplay"]),
 
         .executableTarget(name: "scened", dependencies: ["SceneDaemon"]),
         .executableTarget(name: "scenectl", dependencies: ["SceneControl"]),

@@ -19,7 +19,7 @@ _scenectl() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
     local -a __scenectl_socket=()
     local global_flags='-h --help --version -v --verbose -q --quiet -j --json --json= --legend= --no-legend --no-pager --socket'
-    local verbs='status reload monitor top logs pressure simulate list show connect activate deactivate
+    local verbs='status reload monitor top logs pressure simulate export-trace list show connect activate deactivate
         background disconnect discard save-state set-user-info set-footprint set-protected apps show-app
         launch terminate memory-warning set-app-footprint tasks task help'
 
@@ -110,7 +110,8 @@ _scenectl() {
             'pressure plan') own='--level -n --limit' ;;
             'pressure chart') own='--svg --since' ;;
             simulate) own='--policy --budget --svg --generate --seed --size --out --sweep --scenarios --seeds
-                --budgets --decision-bench --sessions --log --aging --settle' ;;
+                --budgets --decision-bench --sessions --log --aging --settle --actions' ;;
+            export-trace) own='--since -o --output' ;;
             list) own='--app --state --condition' ;;
             show) own='-n --lines --journal-directory' ;;
             connect) own='--role --configuration --footprint --background --user-info --protected --restore-cost' ;;

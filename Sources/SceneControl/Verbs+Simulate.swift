@@ -8,7 +8,7 @@ extension Verb {
     static let simulate = Verb(
         "simulate", section: .daemon, synopsis: "[TRACE.jsonl] [--policy P,...] [--budget B] [--svg FILE] ...",
         summary: "Replay a trace against the reclaim policy and its baselines (no daemon)",
-        details: "Replays a JSON-lines trace (its format is in scenectl(1); examples in /usr/share/doc/scened/examples) on a virtual clock through the real reclaim policy and the baselines lru, largest, chrome, lmkd and opt (Belady), and prints the metrics of each: restores, weighted restore cost, peak and overshoot, time to relief, foreground violations, pressure discards, regret rate, decision cost and gap closed. --json prints one object per policy. Without a trace: --generate writes or replays a seeded scenario, --sweep replays scenarios × seeds × budgets, --decision-bench times decide().",
+        details: "Replays a JSON-lines trace (its format is in scenectl(1); examples in /usr/share/doc/scened/examples) on a virtual clock through the real reclaim policy and the baselines lru, largest, chrome, lmkd and opt (Belady), and prints the metrics of each: restores, weighted restore cost, peak and overshoot, time to relief, foreground violations, pressure discards, regret rate, decision cost and gap closed. --json prints one object per policy. A trace from 'scenectl export-trace' replays with the daemon's settings (--budget, --aging and --settle still override them); --actions lists the reclaim actions, to compare with 'scenectl pressure' history. Without a trace: --generate writes or replays a seeded scenario, --sweep replays scenarios × seeds × budgets, --decision-bench times decide().",
         options: [
             OptionSpec("policy", value: "P,...", "ours, lru, largest, chrome, lmkd, opt (default: all)"),
             OptionSpec("budget", value: "B", "Base budget: bytes (1.5G, 800M) or a share of the working set (50%)"),
@@ -24,6 +24,7 @@ extension Verb {
             OptionSpec("decision-bench", "Time decide() over many sessions (build with -c release)"),
             OptionSpec("sessions", value: "N,...", "With --decision-bench: session counts (default 1000,100000)"),
             OptionSpec("log", "List every restore and every victim"),
+            OptionSpec("actions", "Print only the reclaim actions taken: POLICY T_MS ACTION TARGET per line (with --json, one object each)"),
             OptionSpec("aging", value: "SECONDS", "The policy's aging time (default 10)"),
             OptionSpec("settle", value: "MS", "The policy's settle time (default 1000)"),
         ],
@@ -34,7 +35,7 @@ extension Verb {
                          "sessions", "aging", "settle"] {
                 if let value = invocation.options.value(name) { arguments += ["--" + name, value] }
             }
-            for name in ["sweep", "decision-bench", "log"] where invocation.options.flag(name) {
+            for name in ["sweep", "decision-bench", "log", "actions"] where invocation.options.flag(name) {
                 arguments.append("--" + name)
             }
             if invocation.global.json { arguments.append("--json") }

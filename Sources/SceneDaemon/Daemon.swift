@@ -196,6 +196,7 @@ final class Daemon {
                 service.publish(events)
                 logger.log(batch: through, events, commandStarts: starts, pressure: reclaim.level)
                 reclaim.noteActivations(events)
+                reclaim.rememberSessions(events)
                 status.changed()
             }
             logger.release(through: through)

@@ -1,4 +1,5 @@
 import SceneCore
+import SceneReplay
 import SystemdKit
 
 /// Runs SceneCore's `ReclaimController` — the same one the replayer drives — on the live
@@ -9,7 +10,9 @@ final class ReclaimRunner {
     let manager: Manager
     let logger: JournalLogger
     private(set) var controller: ReclaimController
-    var budget: UInt64
+    var budget: UInt64 {
+        didSet { if budget != oldValue { inputsChanged = true } }
+    }
     var psi: PSISource?
     private(set) var usage: UInt64 = 0
     /// For `scenectl pressure chart`: what the controller saw and did since start-up.
@@ -18,6 +21,26 @@ final class ReclaimRunner {
     var wakeAt: ((Timestamp?) -> Void)?
     /// The level changed (status line).
     var onLevelChange: (() -> Void)?
+    /// Every override set or cleared, at the event sequence number it came before, for
+    /// ExportTrace (the event log does not have them). Bounded: the oldest go first.
+    private(set) var overrides: [(time: Timestamp, seq: UInt64, override: PressureOverride?)] = []
+    static let overrideCapacity = 256
+    /// The evaluations that had something new to see (events since the last one, a new
+    /// override or budget), for ExportTrace: a replay evaluates where the daemon did, once per
+    /// pass rather than once per event. Bounded like the overrides.
+    private(set) var decisions: [(time: Timestamp, seq: UInt64)] = []
+    /// The first sequence number from which every evaluation is recorded (nil before the first).
+    private(set) var decisionsFrom: UInt64?
+    static let decisionCapacity = 8192
+    /// The event sequence number when the last evaluation ended (its own steps included).
+    private var evaluatedThrough: UInt64?
+    private var inputsChanged = false
+    /// Each new session's footprint, restore cost and protection as it connected, for
+    /// ExportTrace: a discarded session is gone from the engine, and its scene still weighed
+    /// on the budget while it lived. Bounded: the oldest sessions are forgotten first.
+    private(set) var connected: [SessionID: HistorySession] = [:]
+    private var connectedOrder: [SessionID] = []
+    static let connectedCapacity = 16_384
     /// Tests: every reclaim command carried out, and whether the engine took it.
     var stepObserver: ((Command, Bool) -> Void)?
 
@@ -46,10 +69,18 @@ final class ReclaimRunner {
 
     func setOverride(_ override: PressureOverride?) {
         controller.override = override
+        if overrides.count >= Self.overrideCapacity { overrides.removeFirst(Self.overrideCapacity / 8) }
+        overrides.append((manager.clock.now(), manager.engine.nextSequence, override))
+        inputsChanged = true
     }
 
     func evaluate() {
         let now = manager.clock.now()
+        noteDecision(now)
+        defer {
+            evaluatedThrough = manager.engine.nextSequence
+            inputsChanged = false
+        }
         usage = manager.engine.residentBytes
         let outcome = controller.evaluate(engine: manager.engine,
                                           readings: PressureReadings(usage: usage, budget: budget, external: psi?.level ?? .normal),
@@ -84,6 +115,17 @@ final class ReclaimRunner {
         wakeAt?(outcome.wake)
     }
 
+    private func noteDecision(_ now: Timestamp) {
+        let seq = manager.engine.nextSequence
+        guard inputsChanged || evaluatedThrough != seq else { return }
+        if decisions.count >= Self.decisionCapacity {
+            decisions.removeFirst(Self.decisionCapacity / 8)
+            decisionsFrom = decisions.first?.seq
+        }
+        if decisionsFrom == nil { decisionsFrom = seq }
+        decisions.append((now, seq))
+    }
+
     private func logLevelChange(from old: PressureLevel, now: Timestamp) {
         let new = level
         logger.daemon(batch: manager.gathering, position: manager.pending.events.count,
@@ -99,6 +141,20 @@ final class ReclaimRunner {
     func noteActivations(_ events: [LifecycleEvent]) {
         for e in events where e.name == .didBecomeActive {
             if let s = e.session { controller.policy.noteActivation(s, now: e.time) }
+        }
+    }
+
+    /// New sessions were committed: remember what they weigh (see `connected`).
+    func rememberSessions(_ events: [LifecycleEvent]) {
+        for e in events where e.name == .willConnectTo {
+            guard case .connect(_, let reconnect) = e.detail, !reconnect, let id = e.session,
+                  let s = manager.engine.sessions[id], connected[id] == nil else { continue }
+            if connectedOrder.count >= Self.connectedCapacity {
+                for old in connectedOrder.prefix(Self.connectedCapacity / 8) { connected[old] = nil }
+                connectedOrder.removeFirst(Self.connectedCapacity / 8)
+            }
+            connected[id] = HistorySession(footprint: s.footprint, restoreCostMs: s.restoreCostMs, isProtected: s.isProtected)
+            connectedOrder.append(id)
         }
     }
 

@@ -406,6 +406,12 @@ method Reload() -> (configFiles: []string)
 # session id was never given out; a discarded session's history can still be followed).
 method Monitor(app: ?string, session: ?string, since: ?int) -> (event: Event)
 
+# The history from sequence number since (default: as far back as the event log reaches) up to
+# now, as trace lines for scenectl simulate (JSON text, one event each; the first has the
+# reclaim settings). Requires "more": pieces of at most 256 KiB. Footprints, restore costs and
+# protection are the sessions' current ones (no event records them).
+method ExportTrace(since: ?int) -> (lines: []string)
+
 # Also for a session whose stored record is damaged (quarantined): the message says so.
 error NoSuchSession (session: string, message: string)
 error SessionDiscarded (session: string, message: string)

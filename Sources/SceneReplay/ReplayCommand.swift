@@ -1,4 +1,5 @@
 import SceneCore
+import Varlink
 
 /// What the command line needs from the outside world, injected so that the library stays pure
 /// and `scene-replay` and `scenectl simulate` share one implementation.
@@ -51,6 +52,9 @@ public enum ReplayCommand {
     --json prints one JSON object per policy (per line) instead of the table.
     --log lists every restore and every victim; --aging S and --settle MS change the policy's
       aging (10 s) and settle time (1000 ms) for every policy.
+    --actions prints only the reclaim actions each policy took, one line each: POLICY T_MS KIND
+      TARGET (with --json, one object each), to compare with the daemon's pressure history.
+    A trace exported by scened (scenectl export-trace) replays with the daemon's own settings.
 
     """
 
@@ -73,6 +77,10 @@ public enum ReplayCommand {
         var help = false
         var reclaim = ReclaimConfiguration()
         var log = false
+        var actions = false
+        /// Given on the command line: they win over a trace's recorded settings.
+        var agingGiven = false
+        var settleGiven = false
     }
 
     struct UsageError: Error {
@@ -177,14 +185,17 @@ public enum ReplayCommand {
                     o.percents.append(p)
                 }
             case "--log": o.log = true
+            case "--actions": o.actions = true
             case "--aging":
                 let text = try value(a)
                 guard let n = Int64(text), n >= 0 else { throw UsageError("--aging takes whole seconds") }
                 o.reclaim.aging = .seconds(n)
+                o.agingGiven = true
             case "--settle":
                 let text = try value(a)
                 guard let n = Int64(text), n >= 0 else { throw UsageError("--settle takes whole milliseconds") }
                 o.reclaim.settle = .milliseconds(n)
+                o.settleGiven = true
             case "--decision-bench": o.bench = true
             case "--sessions":
                 o.benchSessions = []
@@ -265,7 +276,15 @@ public enum ReplayCommand {
             }
             label = path
         }
-        let ws = Replayer.workingSet(of: trace)
+        // An exported trace carries the daemon's settings: they are the replay's defaults.
+        var base = ReplaySettings(reclaim: o.reclaim)
+        if let recorded = trace.settings {
+            base.adopt(recorded)
+            if o.agingGiven { base.reclaim.aging = o.reclaim.aging }
+            if o.settleGiven { base.reclaim.settle = o.reclaim.settle }
+        }
+        base.recordActions = o.actions
+        let ws = Replayer.workingSet(of: trace, engine: base.engine)
         let budgets: [(String, UInt64?)]
         if o.sweep {
             budgets = o.percents.map { ("\(Format.fixed($0, 0))%", BudgetOption.percent($0).resolve(workingSet: ws)) }
@@ -276,9 +295,13 @@ public enum ReplayCommand {
         }
         var chartSeries: [SVGChart.Series] = []
         for (name, budget) in budgets {
-            let settings = ReplaySettings(budget: budget, reclaim: o.reclaim, recordTimeline: o.svg != nil || o.log)
+            var settings = base
+            settings.budget = budget
+            settings.recordTimeline = o.svg != nil || o.log
             let outcomes = Comparison.run(trace, policies: o.policies, settings: settings, workingSet: ws, clock: io.clock)
-            if o.json {
+            if o.actions {
+                for outcome in outcomes { io.standardOutput(actionLines(outcome, json: o.json)) }
+            } else if o.json {
                 for outcome in outcomes { io.standardOutput(ReplayReport.json(outcome, trace: trace) + "\n") }
             } else {
                 let b = outcomes.first?.metrics.budget
@@ -309,6 +332,27 @@ public enum ReplayCommand {
             }
         }
         return 0
+    }
+
+    /// `--actions`: one line per reclaim action of one policy's run.
+    static func actionLines(_ outcome: PolicyOutcome, json: Bool) -> String {
+        let policy = outcome.metrics.policy.rawValue
+        var out = ""
+        for a in outcome.result.actions {
+            if json {
+                var w = JSONWriter()
+                w.beginObject()
+                w.key("policy"); w.string(policy)
+                w.key("t"); w.int(a.time)
+                w.key("action"); w.string(a.kind)
+                w.key("target"); w.string(a.target)
+                w.endObject()
+                out += String(decoding: w.bytes, as: UTF8.self) + "\n"
+            } else {
+                out += "\(policy) \(a.time) \(a.kind) \(a.target)\n"
+            }
+        }
+        return out
     }
 
     static func describe(_ b: BudgetOption) -> String {

@@ -18,6 +18,19 @@ import SceneCore
 ///                                                        "warn" = warning, "auto" = back to the gauge
 /// {"t":9200,"ev":"ack_profile","scene":"a","latency_ms":120,"defer":false}   null latency = never acks
 /// ```
+/// Kinds added for the daemon's own history (`scenectl export-trace`); older traces never
+/// have them and replay as before:
+/// ```
+/// {"t":0,"ev":"settings",...}                            the daemon's reclaim and engine settings (TraceSettings)
+/// {"t":10,"ev":"launch","app":"x"}                       the app is launched (no scene)
+/// {"t":20,"ev":"disconnect","scene":"a"}                 the scene is released on request; its session is kept
+/// {"t":30,"ev":"terminate","app":"x"}                    the app is terminated on request
+/// {"t":40,"ev":"pressure","level":"critical","for_ms":3000}   an override that lapses by itself
+/// {"t":40,"ev":"decide"}                                 the controller is evaluated here
+/// ```
+/// With `"explicit_decisions":true` in the settings line, the controller is evaluated only at
+/// `decide` lines (the daemon's evaluations, one per pass that changed something) and at the
+/// times it asks to be woken; otherwise after every line, as for any trace.
 /// `open` connects the scene in the background (as a system-requested scene would be); it becomes
 /// foreground-active with `activate`. `suspend` suspends the scene's app (refused, and ignored,
 /// while the app has a foreground scene or a task). `close` is the user discarding the session.
@@ -27,11 +40,14 @@ public struct Trace: Sendable, Equatable {
     /// From the `meta` line, when there is one.
     public var scenario: String?
     public var seed: UInt64?
+    /// From the `settings` line, when there is one (an exported trace).
+    public var settings: TraceSettings?
 
-    public init(events: [TraceEvent], scenario: String? = nil, seed: UInt64? = nil) {
+    public init(events: [TraceEvent], scenario: String? = nil, seed: UInt64? = nil, settings: TraceSettings? = nil) {
         self.events = events
         self.scenario = scenario
         self.seed = seed
+        self.settings = settings
     }
 
     /// Milliseconds from the first to the last event.
@@ -66,6 +82,14 @@ public struct TraceEvent: Sendable, Equatable {
         /// nil: back to the gauge.
         case pressure(PressureLevel?)
         case ackProfile(AckProfile)
+        case settings(TraceSettings)
+        case launch(app: String)
+        case terminate(app: String)
+        case disconnect(String)
+        /// An override for this many milliseconds, then back to the gauge.
+        case timedPressure(PressureLevel, durationMs: Int64)
+        /// The controller is evaluated (with explicit decisions).
+        case decide
     }
 }
 

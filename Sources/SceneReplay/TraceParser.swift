@@ -52,6 +52,7 @@ public enum TraceParser {
                 trace.scenario = scenario ?? trace.scenario
                 trace.seed = seed ?? trace.seed
             }
+            if case .settings(let settings) = event.kind { trace.settings = settings }
             trace.events.append(event)
         }
         return trace
@@ -72,14 +73,14 @@ public enum TraceParser {
             }
             open.insert(scene.name)
             known.insert(scene.name)
-        case .activate(let s), .deactivate(let s), .background(let s), .suspend(let s):
+        case .activate(let s), .deactivate(let s), .background(let s), .suspend(let s), .disconnect(let s):
             try mustBeOpen(s)
         case .close(let s):
             try mustBeOpen(s)
             open.remove(s)
         case .mem(let s, _), .protect(let s, _):
             try mustBeOpen(s)
-        case .meta, .appMem, .budget, .pressure, .ackProfile:
+        case .meta, .appMem, .budget, .pressure, .ackProfile, .settings, .launch, .terminate, .timedPressure, .decide:
             break
         }
     }
@@ -149,6 +150,16 @@ public enum TraceParser {
             }
         case "pressure":
             let name = try fields.string("level")
+            if let raw = fields.take("for_ms"), !raw.isNull {
+                guard let ms = raw.doubleValue, ms > 0, ms < 9e15 else {
+                    throw fields.error("\"for_ms\" must be a positive number of milliseconds")
+                }
+                guard let level = PressureLevel(name: name == "warn" ? "warning" : name), level > .normal else {
+                    throw fields.error("a pressure with \"for_ms\" needs the level warning or critical")
+                }
+                kind = .timedPressure(level, durationMs: Int64(ms.rounded()))
+                break
+            }
             switch name {
             case "auto": kind = .pressure(nil)
             case "warn": kind = .pressure(.warning)
@@ -174,6 +185,11 @@ public enum TraceParser {
                 defers = flag
             }
             kind = .ackProfile(AckProfile(scene: scene, latencyMs: latency, defers: defers))
+        case "settings": kind = .settings(try settings(&fields))
+        case "launch": kind = .launch(app: try fields.string("app"))
+        case "terminate": kind = .terminate(app: try fields.string("app"))
+        case "disconnect": kind = .disconnect(try fields.sceneName())
+        case "decide": kind = .decide
         default:
             throw TraceError(line: number, "unknown event \"\(ev)\"")
         }

@@ -111,6 +111,28 @@ public enum TraceWriter {
             if let ms = p.latencyMs { w.int(ms) } else { w.null() }
             w.key("defer")
             w.bool(p.defers)
+        case .settings(let s):
+            w.string("settings")
+            settings(s, &w)
+        case .launch(let app):
+            w.string("launch")
+            w.key("app")
+            w.string(app)
+        case .terminate(let app):
+            w.string("terminate")
+            w.key("app")
+            w.string(app)
+        case .disconnect(let s):
+            w.string("disconnect")
+            scene(s)
+        case .decide:
+            w.string("decide")
+        case .timedPressure(let level, let ms):
+            w.string("pressure")
+            w.key("level")
+            w.string(level.name)
+            w.key("for_ms")
+            w.int(ms)
         }
         w.endObject()
         return w.bytes

@@ -38,6 +38,7 @@ import Varlink
         ("pressure plan", ["pressure", "plan", "--level", "critical", "-n", "5"]),
         ("pressure chart", ["pressure", "chart", "--svg", "out.svg", "--since", "12"]),
         ("simulate", ["simulate", "t.jsonl", "--policy", "ours,lru", "--budget", "50%"]),
+        ("export-trace", ["export-trace", "--since", "12", "-o", "t.jsonl"]),
     ]
 
     @Test func everyVerbHasAValidCommandLine() {

@@ -48,6 +48,8 @@ import Varlink
         (["pressure", "clear"], "ClearPressure", [:], false),
         (["pressure", "plan"], "GetReclaimPlan", [:], false),
         (["pressure", "plan", "--level", "critical", "-n", "5"], "GetReclaimPlan", ["level": "critical", "limit": 5], false),
+        (["export-trace"], "ExportTrace", [:], true),
+        (["export-trace", "--since", "7"], "ExportTrace", ["since": 7], true),
         (["monitor"], "Monitor", [:], true),
         (["monitor", "--app", "com.example.mail", "--session", "s2", "--since", "100"], "Monitor",
          ["app": "com.example.mail", "session": "s2", "since": 100], true),
@@ -88,6 +90,29 @@ import Varlink
 
         let empty = ctl(["pressure", "chart", "--svg", path], replies: ["GetPressureHistory": [.success(["samples": [], "actions": []])]])
         #expect(empty.status == 1 && empty.err.contains("no pressure history"))
+        withExtendedLifetime(directory) {}
+    }
+
+    @Test func exportTraceWritesEveryPieceAndRefusesABadSince() throws {
+        let pieces: [Result<JSONObject, VarlinkError>] = [
+            .success(["lines": [#"{"t":0,"ev":"budget","bytes":100}"#, #"{"t":0,"ev":"launch","app":"a.b"}"#]]),
+            .success(["lines": [#"{"t":5,"ev":"terminate","app":"a.b"}"#]]),
+        ]
+        let out = ctl(["export-trace"], replies: ["ExportTrace": pieces])
+        #expect(out.status == 0, "\(out.err)")
+        #expect(out.out == #"{"t":0,"ev":"budget","bytes":100}"# + "\n" + #"{"t":0,"ev":"launch","app":"a.b"}"# + "\n"
+            + #"{"t":5,"ev":"terminate","app":"a.b"}"# + "\n")
+
+        let directory = TemporaryDirectory()
+        let path = directory.path + "/t.jsonl"
+        let file = ctl(["export-trace", "-o", path, "--since", "3"], replies: ["ExportTrace": pieces])
+        #expect(file.status == 0 && file.out.isEmpty, "\(file.err)")
+        #expect(readTextFile(path).split(separator: "\n").count == 3)
+        let unwritable = ctl(["export-trace", "-o", directory.path + "/no/such/t.jsonl"], replies: ["ExportTrace": pieces])
+        #expect(unwritable.status == 1 && unwritable.err.contains("cannot write") && unwritable.calls.isEmpty)
+
+        let bad = ctl(["export-trace", "--since", "x"])
+        #expect(bad.status == 2 && bad.err.contains("--since") && bad.calls.isEmpty)
         withExtendedLifetime(directory) {}
     }
 

@@ -121,6 +121,8 @@ enum ReplyStream {
     case monitor(MonitorStream)
     /// ListSessions with `more`: batches produced as the client reads.
     case listing(SessionListing)
+    /// ExportTrace: the event log read piece by piece and turned into trace lines.
+    case export(TraceExport)
 }
 
 struct MonitorStream {
@@ -163,6 +165,7 @@ extension ClientConnection {
         switch stream {
         case .listing: true
         case .monitor(let m): m.backlogNext != nil && !m.awaitingRead
+        case .export(let x): !x.awaitingRead
         case nil: false
         }
     }

@@ -58,6 +58,8 @@ enum ManagerMethods {
         ManagerMethod(name: "GetReclaimPlan", access: .anyone, handler: ManagerVarlink.getReclaimPlan),
         ManagerMethod(name: "GetPressureHistory", access: .anyone, handler: ManagerVarlink.getPressureHistory),
         ManagerMethod(name: "Monitor", access: .anyone, handler: ManagerVarlink.monitor),
+        // Monitor's history as a trace: nothing in it that Monitor and ListSessions withhold.
+        ManagerMethod(name: "ExportTrace", access: .anyone, handler: ManagerVarlink.exportTrace),
         // The daemon as a whole: administrators.
         ManagerMethod(name: "SetPressure", access: .administrator, handler: ManagerVarlink.setPressure),
         ManagerMethod(name: "ClearPressure", access: .administrator, handler: ManagerVarlink.clearPressure),

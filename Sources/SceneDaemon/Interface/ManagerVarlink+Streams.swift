@@ -52,6 +52,8 @@ extension ManagerVarlink {
                 monitor.liveFrom = manager.committedNextSequence
             }
             if !conn.isClosed, conn.stream != nil { conn.stream = .monitor(monitor) }
+        case .export(let export):
+            produceTrace(conn, export)
         case nil:
             return
         }
@@ -72,6 +74,11 @@ extension ManagerVarlink {
     /// next piece when its client has read this one.
     func readsFinished() {
         for (token, result) in manager.finishedReads() {
+            if let conn = server.connections[Int(truncatingIfNeeded: token)], case .export(let export)? = conn.stream,
+               export.awaitingRead {
+                traceRead(conn, export, result)
+                continue
+            }
             guard let conn = server.connections[Int(truncatingIfNeeded: token)], case .monitor(var monitor)? = conn.stream,
                   monitor.awaitingRead else { continue }
             monitor.awaitingRead = false
