@@ -24,7 +24,7 @@ final class VarlinkServer {
     private var listenSource: IOSource?
     private var pollerSource: IOSource?
     private var resumeTimer: TimerSource?
-    private var contentionTimer: TimerSource?
+    var contentionTimer: TimerSource?
     var clockTimer: TimerSource?
     private(set) var connections: [Int: ClientConnection] = [:]
     private var nextNumber = 1
@@ -38,7 +38,7 @@ final class VarlinkServer {
     private var servedThisPass: [ClientConnection] = []
     /// Connections that handled calls in the batch being gathered, and how many did in the last.
     var batchMembers: [ClientConnection] = []
-    private var lastBatchMembers = 0
+    var lastBatchMembers = 0
     /// When a client with few calls in flight last made one: such a client waits for each
     /// reply, so between its calls it is not in any batch, yet still competes.
     var lastInteractiveCall: (time: UInt64, connection: Int)?
@@ -59,20 +59,6 @@ final class VarlinkServer {
     static let longestInteractiveMemory: UInt64 = 1_000_000
     static let interactiveGapsRemembered: UInt64 = 4
 
-    /// An interactive call at `time` from `conn`: it competes for a few of its own gaps.
-    func noteInteractiveCall(_ conn: ClientConnection, at time: UInt64) {
-        if let previous = conn.lastInteractiveAt {
-            let gap = time &- previous
-            let remembered = gap >= Self.longestInteractiveMemory / Self.interactiveGapsRemembered
-                ? Self.longestInteractiveMemory : gap * Self.interactiveGapsRemembered
-            interactiveMemory = max(remembered, Self.shortestInteractiveMemory)
-        } else {
-            interactiveMemory = Self.shortestInteractiveMemory
-        }
-        conn.lastInteractiveAt = time
-        lastInteractiveCall = (time, conn.number)
-        interactiveInBatch = true
-    }
     /// Inside `enforceGlobalLimits` (which steps connections, and so comes back here).
     private var enforcing = false
     /// With output to write at the next flush.
@@ -297,48 +283,6 @@ final class VarlinkServer {
             }
             afterStep(conn)
         }
-    }
-
-    /// A new batch began gathering. While an interactive client competes, a bulk client's
-    /// calls come in rounds: its budget is fresh only when a batch holding an interactive
-    /// call begins (or contention ends), so it adds at most `callsPerBatch` calls per
-    /// interactive call however fast commits go. Everyone else goes on at once.
-    func batchBegan() {
-        lastBatchMembers = batchMembers.count
-        let roundEnds = interactiveInBatch || !interactiveRecently
-        interactiveInBatch = false
-        releaseMembers(holdingContended: !roundEnds)
-    }
-
-    private func releaseMembers(holdingContended: Bool) {
-        guard !batchMembers.isEmpty else { return }
-        let members = batchMembers
-        batchMembers.removeAll(keepingCapacity: true)
-        for conn in members {
-            if holdingContended && conn.machine.contended && !conn.isClosed {
-                batchMembers.append(conn)
-                continue
-            }
-            conn.inBatch = false
-            // The reservation was the old batch's; the next serve decides the new one's.
-            conn.machine.batchReserved = false
-            if !conn.isClosed { step(conn, .batchBegan) }
-        }
-        if !batchMembers.isEmpty, let last = lastInteractiveCall {
-            // Contention ends if no interactive call comes: the round must not outlive it.
-            _ = contentionTimer?.reschedule(at: last.time &+ interactiveMemory)
-        }
-    }
-
-    /// No interactive call for a while: the held bulk clients go on.
-    private func contentionEnded() {
-        guard !interactiveRecently, !batchMembers.isEmpty else {
-            if let last = lastInteractiveCall, !batchMembers.isEmpty {
-                _ = contentionTimer?.reschedule(at: last.time &+ interactiveMemory)
-            }
-            return
-        }
-        releaseMembers(holdingContended: false)
     }
 
     // MARK: - Stepping machines
