@@ -201,6 +201,7 @@ final class Daemon {
             }
             logger.release(through: through)
             server.settle(through: through, failure: nil)
+            manager.recycle(events: events, commandStarts: starts)
         case .failed(let through, let error):
             logger.daemon(.err, MessageID.storageFailure,
                           "Commit to \(error.path) failed; those changes were not made and their callers were told: \(error.message)",

@@ -15,6 +15,11 @@ final class Manager {
     let clock: DaemonClock
     let writer: StoreWriter?
     private(set) var pending = PendingChanges()
+    /// The events array of a published batch, kept to gather the next batch's events in: a
+    /// batch's events can be hundreds of KiB, which glibc maps fresh each time (and the pages
+    /// fault in again) if the array is reallocated per batch.
+    private var spareEvents: [LifecycleEvent] = []
+    private var spareStarts: [Int] = []
     private(set) var recent: RecentEvents
     private var effects: [Effect] = []
     private(set) var commits: UInt64 = 0
@@ -100,6 +105,12 @@ final class Manager {
             let batch = makeBatch()
             let events = pending.events
             let starts = pending.commandStarts
+            // The next batch gathers in the spare array (empty, unshared by now, so emptying
+            // keeps its room) rather than in a copy of this one's.
+            swap(&pending.events, &spareEvents)
+            spareEvents = []
+            swap(&pending.commandStarts, &spareStarts)
+            spareStarts = []
             pending.removeAll()
             guard let writer else {
                 _ = pipeline.commitFinished(succeeded: true)
@@ -109,6 +120,12 @@ final class Manager {
             writer.submit(batch, number: number)
             return .nothing
         }
+    }
+
+    /// A published batch's events, once every reader is done with them (the daemon's last use).
+    func recycle(events: [LifecycleEvent], commandStarts: [Int]) {
+        if events.capacity > spareEvents.capacity { spareEvents = events }
+        if commandStarts.capacity > spareStarts.capacity { spareStarts = commandStarts }
     }
 
     /// The writer finished the batch in flight.
@@ -153,7 +170,11 @@ final class Manager {
     }
 
     private func makeBatch() -> StoreBatch {
-        var batch = StoreBatch()
+        var batch = writer?.takeSpentBatch() ?? StoreBatch()
+        // Emptied keeping their room (when nothing shares them any more; else fresh arrays).
+        batch.sessions.removeAll(keepingCapacity: true)
+        batch.apps.removeAll(keepingCapacity: true)
+        batch.tasks.removeAll(keepingCapacity: true)
         batch.sessions.reserveCapacity(pending.sessions.count)
         for id in pending.sessions { if let s = engine.sessions[id] { batch.sessions.append(s) } }
         batch.removedSessions = Array(pending.removedSessions)

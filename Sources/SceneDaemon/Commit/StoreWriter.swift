@@ -20,6 +20,9 @@ final class StoreWriter: @unchecked Sendable {
     private let slotLock = Locked(())
     private var queued: (number: UInt64, batch: StoreBatch)?
     private var finished: (number: UInt64, result: Result<Void, StoreError>)?
+    /// The last committed batch, handed back so that the next one can be built in its arrays
+    /// (reallocating them per batch maps and faults in fresh memory each time).
+    private var spent: StoreBatch?
     private var readQueue: [(token: UInt64, request: StoreRead)] = []
     private var readsDone: [(token: UInt64, result: StoreReadResult)] = []
     /// The event log's reach as of the last commit, for the loop to consult without the store.
@@ -102,6 +105,15 @@ final class StoreWriter: @unchecked Sendable {
         }
     }
 
+    /// The arrays of the last committed batch, if the loop has not taken them yet.
+    func takeSpentBatch() -> StoreBatch? {
+        slotLock.withLock { _ in
+            let batch = spent
+            spent = nil
+            return batch
+        }
+    }
+
     /// Runs `body` with the store while no commit runs.
     func withStore<R>(_ body: (SceneStore) throws -> R) rethrows -> R {
         try storeLock.withLock { _ in try body(store) }
@@ -152,6 +164,7 @@ final class StoreWriter: @unchecked Sendable {
                 }
                 slotLock.withLock { _ in
                     finished = (job.number, result)
+                    spent = job.batch
                     oldestLogged = oldest
                 }
                 signal(done.write)
