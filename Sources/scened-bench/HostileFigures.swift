@@ -169,11 +169,13 @@ func heldPartialMessages() throws {
     say("    peak RSS \(mb(peak)) (target < 256 MiB) \(verdict(peak < 256 << 20)); RSS while held \(mb(rss))")
     say("    bystander \(Int(during.rounded())) calls/s against \(Int(alone.rounded())) alone: \(twoDigits(ratio)) (target ≥ 0.50) \(verdict(ratio >= 0.5))\(b.stalled ? "; a call went unanswered for 5 s" : "")\(b.failure.map { "; failed: \($0)" } ?? "")")
     say("    connections the daemon let go: \(closed) (\(refused) of them with LimitExceeded)")
+    // The bystander stops first: idle means no client at all (it ran on, and was measured as
+    // the daemon's idle load, until this was noticed).
+    measuring.stop()
     for fd in fds { close(fd) }
     fds.removeAll()
     let idle = daemon.cpuPercent(over: 2)
     say("    idle CPU after they closed: \(idle)% (target < 5 %) \(verdict(idle < 5))")
-    measuring.stop()
 }
 
 /// Hands a non-Sendable value to one other thread, which alone uses it until it is joined.
