@@ -11,10 +11,13 @@ import Glibc
 public final class Locked<Value>: @unchecked Sendable {
     // @unchecked: the mutex itself is the synchronisation.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var value: Value
+    /// The value and a spare byte: a zero-sized value (`Locked(())`) would share its address with
+    /// `mutex`, and ThreadSanitizer took the exclusive access `body(&value)` makes for a write
+    /// of the pointer that another thread reads before it locks (a false race, seen in CI).
+    private var storage: (value: Value, padding: UInt8)
 
     public init(_ value: Value) {
-        self.value = value
+        storage = (value, 0)
         // Heap-allocated: a pthread mutex must not move, and a stored property may.
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -29,6 +32,6 @@ public final class Locked<Value>: @unchecked Sendable {
     public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
+        return try body(&storage.value)
     }
 }

@@ -42,7 +42,8 @@ extension Verb {
         var block = Block("\(process == "notRunning" ? "○" : "●") \(app.text("id") ?? "?")")
         var processLine = process
         if process != "notRunning", let launched = app.integer("launchedAt") {
-            processLine += " since " + time.timestampWithRelative(launched, now: now)
+            // The daemon records when the process was launched, not when it was last suspended.
+            processLine += (process == "running" ? " since " : ", launched ") + time.timestampWithRelative(launched, now: now)
         }
         block.add("Process", processLine)
         if let suspends = app.integer("suspendsAt") { block.add("Suspends", time.timestampWithRelative(suspends, now: now)) }

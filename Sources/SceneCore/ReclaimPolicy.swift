@@ -93,8 +93,10 @@ public struct ReclaimPolicy: Sendable {
         episode!.peakLevel = max(episode!.peakLevel, level)
         if usage <= lowTarget && episode!.relievedAt == nil && !external { episode!.relievedAt = now }
 
-        func note(_ reason: String, after: UInt64, score: Double? = nil) -> ReclaimNote {
-            ReclaimNote(level: level.name, usageBefore: usage, usageAfter: after, budget: configuration.budget,
+        /// `before`: the usage this step starts from (the batch's earlier steps already counted),
+        /// by default the usage the decision began with.
+        func note(_ reason: String, before: UInt64? = nil, after: UInt64, score: Double? = nil) -> ReclaimNote {
+            ReclaimNote(level: level.name, usageBefore: before ?? usage, usageAfter: after, budget: configuration.budget,
                         score: score, reason: reason)
         }
 
@@ -159,9 +161,11 @@ public struct ReclaimPolicy: Sendable {
                 let bytes = candidate.bytes - min(candidate.bytes, chosenOfSuspended[app]?.bytes ?? 0)
                 dropDisconnects(of: app)
                 terminatedApps.insert(app)
+                let before = projected
                 projected -= min(projected, bytes)
                 plan.steps.append(ReclaimStep(action: .terminate(app),
-                                              note: note(candidate.reason, after: projected, score: candidate.score)))
+                                              note: note(candidate.reason, before: before, after: projected,
+                                                         score: candidate.score)))
                 for id in liveScenes(of: app, engine) { reclaimedAt[id] = now }
                 episode!.terminations += 1
                 freed += bytes
@@ -170,9 +174,11 @@ public struct ReclaimPolicy: Sendable {
             }
             let id = SessionID(candidate.id)
             guard let s = engine.sessions[id], !terminatedApps.contains(s.app) else { continue }
+            let before = projected
             projected -= min(projected, s.footprint)
             plan.steps.append(ReclaimStep(action: .disconnect(id),
-                                          note: note(candidate.reason, after: projected, score: candidate.score)))
+                                          note: note(candidate.reason, before: before, after: projected,
+                                                     score: candidate.score)))
             reclaimedAt[id] = now
             episode!.disconnects += 1
             freed += s.footprint
@@ -187,17 +193,20 @@ public struct ReclaimPolicy: Sendable {
                     episode!.terminations += 1
                     terminatedApps.insert(s.app)
                     let base = app.baseFootprint
+                    let before = projected
                     projected -= min(projected, base)
                     freed += base
                     plan.steps.append(ReclaimStep(action: .terminate(s.app),
                                                   note: note("suspended app, all of its scenes reclaimed (critical)",
-                                                             after: projected, score: candidate.score)))
+                                                             before: before, after: projected, score: candidate.score)))
                 }
             }
         }
         // Rung 2, after the victims so that an app is not suspended only to be woken for its
         // scene's didDisconnect: idle background apps would be suspended shortly anyway.
-        appendEarlySuspensions(engine: engine, except: terminatedApps, note: note("idle in the background", after: projected),
+        // A suspension frees nothing by this accounting: usage is the same before and after.
+        appendEarlySuspensions(engine: engine, except: terminatedApps,
+                               note: note("idle in the background", before: projected, after: projected),
                                into: &plan)
         episode!.bytesFreed += freed
         if victims > 0 {
