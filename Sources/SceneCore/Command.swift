@@ -5,6 +5,9 @@ public enum Command: Sendable, Equatable {
     case tick
     case launch(AppID)
     case terminate(AppID, cause: EventCause = .request)
+    /// The app's process died on its own (`exited`) or was killed for missing a deadline
+    /// (`hung`): its scenes go with no callback at all, not even willTerminate (R23, §4.3).
+    case processDied(AppID, reason: TerminationReason)
     case connect(ConnectRequest)
     case activate(SessionID)
     /// foregroundActive → foregroundInactive: the app-switcher case.

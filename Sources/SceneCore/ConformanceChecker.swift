@@ -389,6 +389,9 @@ public struct ConformanceChecker: Sendable {
                           !app.expirations.values.contains(where: { $0 + timing.expirationGrace <= e.time }) {
                     flag(.R24, "killed for an expired task before the expiration grace ran out")
                 }
+            case .exited, .hung:
+                // A crash or a kill for a missed deadline: no callback at all (R23, §4.3).
+                if app.willTerminateSent { flag(.R22, "willTerminate before the process \(reason)") }
             case .requested, .memoryPressure:
                 if options.strict && app.process == .running && !app.willTerminateSent {
                     flag(.R22, "a running process was terminated without willTerminate")

@@ -100,13 +100,24 @@ extension LifecycleEngine {
         endProcess(slot, reason: reason, cause: cause, effects: &effects)
     }
 
+    /// A death the app did not ask for and scened did not cause by terminating it: the
+    /// process exited or was killed as hung. An app that is not running has nothing to lose.
+    mutating func processDied(_ id: AppID, reason: TerminationReason, effects: inout [Effect]) throws(LifecycleError) {
+        guard let slot = apps.slot(of: id) else { throw .noSuchApp(id) }
+        guard apps.records[slot].process != .notRunning else {
+            throw .invalidTransition(InvalidTransition(command: "processDied", app: id, session: nil,
+                                                       state: apps.records[slot].process.name, reason: "the app is not running"))
+        }
+        endProcess(slot, reason: reason, cause: .request, effects: &effects)
+    }
+
     /// Process death. willTerminate only for a running, not suspended process and never for a
-    /// background-task kill (R22, R24); the scenes go away with no callback, their sessions stay
+    /// background-task kill, a crash or a hung process (R22, R23, R24); the scenes go away with no callback, their sessions stay
     /// archived (§4.3). U8 (whether sceneDidDisconnect reaches the scenes before willTerminate)
     /// is undocumented: no, a termination is a process death, not a disconnection, and the
     /// sessions reconnect at the next launch without configurationForConnecting (R26).
     mutating func endProcess(_ slot: Int, reason: TerminationReason, cause: EventCause, effects: inout [Effect]) {
-        if apps.records[slot].process == .running && reason != .backgroundTaskExpired {
+        if apps.records[slot].process == .running && reason.deliversWillTerminate {
             emit(.willTerminate, app: slot, state: .process(.running), cause: cause, effects: &effects)
         }
         var archived: [SessionID] = []

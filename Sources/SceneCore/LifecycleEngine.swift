@@ -137,6 +137,9 @@ public struct LifecycleEngine: Sendable {
         case .terminate(let app, let cause):
             try terminate(app, cause: cause, effects: &effects)
             return .done
+        case .processDied(let app, let reason):
+            try processDied(app, reason: reason, effects: &effects)
+            return .done
         case .connect(let request):
             return .session(try connect(request, effects: &effects))
         case .activate(let id):

@@ -143,6 +143,11 @@ public enum TerminationReason: UInt8, Sendable, CaseIterable, CustomStringConver
     case backgroundTaskExpired
     /// Reclaimed under memory pressure.
     case memoryPressure
+    /// The app's attached process went away without detaching: a crash (§4.3), no callbacks.
+    case exited
+    /// The app's process did not answer a bounded callback in time (R23): killed, no
+    /// willTerminate.
+    case hung
 
     /// The name as static bytes (no String is built: replies and logs use it on hot paths).
     public var staticName: StaticString {
@@ -150,10 +155,15 @@ public enum TerminationReason: UInt8, Sendable, CaseIterable, CustomStringConver
         case .requested: "requested"
         case .backgroundTaskExpired: "backgroundTaskExpired"
         case .memoryPressure: "memoryPressure"
+        case .exited: "exited"
+        case .hung: "hung"
         }
     }
     public var name: String { staticName.description }
     public var description: String { name }
+
+    /// Only a termination the system carries out itself tells the app first (R22).
+    public var deliversWillTerminate: Bool { self == .requested || self == .memoryPressure }
 }
 
 /// One delivered callback or state change.

@@ -32,6 +32,8 @@ final class Daemon {
     private var reclaimTimer: TimerSource?
     private var passStep: DeferSource?
     private var heartbeat: TimerSource?
+    /// The earliest deadline an attached app must answer by.
+    private var appTimer: TimerSource?
     private var watchdog = ServingWatchdog(interval: nil)
     /// Test hook: a source that is always ready, to show that the watchdog sees a livelock.
     private var livelock: DeferSource?
@@ -72,6 +74,7 @@ final class Daemon {
         server.requestPass = { me.takeUnretainedValue().requestPass() }
         server.currentBatch = { me.takeUnretainedValue().manager.gathering }
         server.produceStream = { conn in me.takeUnretainedValue().service.produce(conn) }
+        server.connectionClosed = { conn in me.takeUnretainedValue().service.connectionClosed(conn) }
         server.log = { entry in me.takeUnretainedValue().logger.send(entry) }
         if let writer = manager.writer {
             // Before any pass: a finished commit releases replies and starts the next batch.
@@ -84,6 +87,8 @@ final class Daemon {
         engineTimer?.disarm()
         reclaimTimer = try loop.addTimer(at: UInt64.max, accuracy: 1_000, priority: 0) { me.takeUnretainedValue().onTimer() }
         reclaimTimer?.disarm()
+        appTimer = try loop.addTimer(at: UInt64.max, accuracy: 1_000, priority: 0) { me.takeUnretainedValue().requestPass() }
+        appTimer?.disarm()
         for signo in [SIGTERM, SIGINT] {
             try loop.addSignal(signo) { _ in me.takeUnretainedValue().shutdown() }
         }
@@ -151,11 +156,13 @@ final class Daemon {
     private func pass() {
         server.beginPass()
         server.serve()
+        service.superviseApps()
         reclaim.evaluate()
         startCommit()
         server.enforceGlobalLimits()
         server.flush()
         rearmEngineTimer()
+        rearmAppTimer()
         if watchdog.passCompleted(now: loop.nowMonotonic) { ServiceManager.notify("WATCHDOG=1") }
         if server.hasWork { requestPass() }
     }
@@ -216,6 +223,15 @@ final class Daemon {
     private func rearmEngineTimer() {
         guard let timer = engineTimer else { return }
         if let due = manager.engine.nextDeadline {
+            timer.reschedule(at: manager.clock.monotonic(at: due))
+        } else {
+            timer.disarm()
+        }
+    }
+
+    private func rearmAppTimer() {
+        guard let timer = appTimer else { return }
+        if let due = service.attachments.nextDeadline() {
             timer.reschedule(at: manager.clock.monotonic(at: due))
         } else {
             timer.disarm()

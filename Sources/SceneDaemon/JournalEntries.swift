@@ -22,6 +22,8 @@ enum MessageID {
     static let storageFailure = "b5264d24c1df4b2bb6986b3cd75487c3"
     static let clientLimit = "1f8145637702418193736669c5e5400b"
     static let permissionDenied = "e6d1b2a4c3f94f6e8a7d5c0b9e1f2a37"
+    static let appAttachment = "50a051f3425e437aa792584eef5deb8d"
+    static let appDeadlineMissed = "7022d68d85414151a339db69618dd82a"
     static let rowQuarantined = "11e83c9298ac403eae2cbba03cc7edd1"
     static let logDamaged = "877aaf2eb2784d9593960151686fcf7a"
     static let logRecovered = "56a2348053394cb4a8fd300aea9936be"

@@ -102,6 +102,8 @@ enum StorageCodes {
         case .requested: 0
         case .backgroundTaskExpired: 1
         case .memoryPressure: 2
+        case .exited: 3
+        case .hung: 4
         }
     }
 
@@ -110,6 +112,8 @@ enum StorageCodes {
         case 0: .requested
         case 1: .backgroundTaskExpired
         case 2: .memoryPressure
+        case 3: .exited
+        case 4: .hung
         default: nil
         }
     }

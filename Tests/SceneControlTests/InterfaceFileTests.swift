@@ -14,6 +14,16 @@ import Varlink
                 "interfaces/\(ManagerInterface.name).varlink differs from ManagerInterface.text: copy the text into the file")
     }
 
+    @Test func shippedAppFileIsTheEmbeddedText() throws {
+        let shipped = readTextFile(packageRoot() + "/interfaces/" + AppInterface.name + ".varlink")
+        #expect(shipped == AppInterface.text + "\n",
+                "interfaces/\(AppInterface.name).varlink differs from AppInterface.text: copy the text into the file")
+        let interface = try VarlinkInterfaceDefinition.parse(AppInterface.text)
+        #expect(interface.name == AppInterface.name)
+        let methods = Set(interface.methods.map(\.name))
+        for name in ["Attach", "Acknowledge", "Detach", "RequestSceneSessionActivation"] { #expect(methods.contains(name), "\(name)") }
+    }
+
     @Test func scenectlNamesAreDeclared() throws {
         let interface = try VarlinkInterfaceDefinition.parse(ManagerInterface.text)
         #expect(interface.name == ErrorReport.interface)

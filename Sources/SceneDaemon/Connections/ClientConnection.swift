@@ -134,6 +134,9 @@ struct MonitorStream {
     var liveFrom: UInt64
     /// A piece of the backlog is being read by the commit thread.
     var awaitingRead = false
+    /// An app's process attached with io.scened.App.Attach: its events carry deadlines and
+    /// what the app needs to build its scenes, and they are fed by app, not by fan-out.
+    var attached = false
 
     func matches(_ e: LifecycleEvent) -> Bool {
         if let app, e.app != app { return false }

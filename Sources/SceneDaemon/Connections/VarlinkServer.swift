@@ -84,6 +84,8 @@ final class VarlinkServer {
     var produceStream: ((ClientConnection) -> Void)?
     /// Set by the daemon: asks for a loop pass.
     var requestPass: (() -> Void)?
+    /// A connection was closed, for whatever reason (an attached app's process may be gone).
+    var connectionClosed: ((ClientConnection) -> Void)?
     /// Set by the daemon: the batch replies made now depend on.
     var currentBatch: (() -> UInt64)?
     /// Set by the daemon: where structured entries go (the journal); stderr without it.
@@ -395,9 +397,13 @@ final class VarlinkServer {
             perUser[conn.peer.uid] = n > 1 ? n - 1 : nil
         }
         if acceptPaused { resumeAccepting() }
+        connectionClosed?(conn)
     }
 
     func closeAll() {
+        // Shutting down is not the death of the apps attached: they attach again after the
+        // restart and carry on.
+        connectionClosed = nil
         for conn in Array(connections.values) { close(conn) }
         listenSource?.cancel()
         listenSource = nil

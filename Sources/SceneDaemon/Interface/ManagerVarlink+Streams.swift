@@ -61,7 +61,9 @@ extension ManagerVarlink {
 
     /// Sends a piece of a monitor's backlog and moves it on (or to live once caught up).
     private func deliverBacklog(_ events: [LifecycleEvent], to conn: ClientConnection, monitor: inout MonitorStream) {
-        for e in events where monitor.matches(e) { sendEvent(e, to: conn) }
+        for e in events where monitor.matches(e) {
+            if monitor.attached { sendAppEvent(e, to: conn) } else { sendEvent(e, to: conn) }
+        }
         if let last = events.last, last.seq + 1 < manager.committedNextSequence {
             monitor.backlogNext = last.seq + 1
         } else {
@@ -105,8 +107,9 @@ extension ManagerVarlink {
     func publish(_ events: [LifecycleEvent]) {
         guard !events.isEmpty else { return }
         var encoded: [[UInt8]?] = []
+        publishToAttached(events)
         server.forEachMonitor { conn, monitor in
-            guard monitor.backlogNext == nil else { return }
+            guard monitor.backlogNext == nil, !monitor.attached else { return }
             if encoded.isEmpty { encoded = Array(repeating: nil, count: events.count * 2) }
             var piece: [UInt8] = []
             for (i, e) in events.enumerated() where e.seq >= monitor.liveFrom && monitor.matches(e) {

@@ -21,6 +21,12 @@ final class ManagerVarlink {
     var policy: AccessPolicy
     /// Refusals are logged, but not so often that a caller can flood the journal.
     var refusalLog = RateLimiter()
+    let appInterface: VarlinkInterfaceDefinition
+    /// The processes attached as apps (io.scened.App), and what they owe.
+    var attachments = AttachmentTable()
+    /// Attached processes whose connection closed, to be terminated as exited.
+    var pendingDeaths: [(AppID, Int32)] = []
+    var appEntryLog = RateLimiter()
 
     /// ListSessions without `more` answers at most this many sessions.
     static let maxUnstreamedSessions = 10_000
@@ -38,7 +44,9 @@ final class ManagerVarlink {
         self.policy = policy
         self.testHooks = testHooks
         interface = try VarlinkInterfaceDefinition.parse(ManagerInterface.text)
-        var interfaces = [VarlinkInterfaceText(name: ManagerInterface.name, text: ManagerInterface.text)]
+        appInterface = try VarlinkInterfaceDefinition.parse(AppInterface.text)
+        var interfaces = [VarlinkInterfaceText(name: ManagerInterface.name, text: ManagerInterface.text),
+                          VarlinkInterfaceText(name: AppInterface.name, text: AppInterface.text)]
         if testHooks { interfaces.append(VarlinkInterfaceText(name: TestingInterface.name, text: TestingInterface.text)) }
         info = VarlinkServiceInfo(vendor: "scened", product: "scened", version: version,
                                   url: "https://github.com/scened/scened", interfaces: interfaces)
@@ -61,13 +69,14 @@ final class ManagerVarlink {
             }
             return handleTestHook(call, conn)
         }
-        guard let method = ManagerMethods.table[call.method] else {
+        let isApp = call.method.hasPrefix(AppInterface.name + ".")
+        guard let method = isApp ? AppMethods.table[call.method] : ManagerMethods.table[call.method] else {
             let interfaceName = call.method.split(separator: ".").dropLast().joined(separator: ".")
-            fail(call, conn, interfaceName == ManagerInterface.name
+            fail(call, conn, interfaceName == ManagerInterface.name || interfaceName == AppInterface.name
                  ? .methodNotFound(call.method) : .interfaceNotFound(interfaceName))
             return
         }
-        if let bad = interface.validateParameters(method: method.name, call.parameters) {
+        if let bad = (isApp ? appInterface : interface).validateParameters(method: method.name, call.parameters) {
             fail(call, conn, .invalidParameter(bad))
             return
         }

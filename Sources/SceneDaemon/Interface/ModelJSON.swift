@@ -106,6 +106,13 @@ extension JSONWriter {
     /// restoration data of willConnectTo is left out and the event marked withheld.
     mutating func event(_ e: LifecycleEvent, withholdRestoration: Bool = false) {
         beginObject()
+        eventFields(e, withholdRestoration: withholdRestoration)
+        endObject()
+    }
+
+    /// The fields of an Event, for an object the caller opens and closes (io.scened.App's
+    /// event adds its own).
+    mutating func eventFields(_ e: LifecycleEvent, withholdRestoration: Bool = false) {
         field("seq", e.seq)
         field("time", e.time)
         field("event", static: e.name.staticName)
@@ -151,7 +158,6 @@ extension JSONWriter {
             field("reason", note.reason)
             endObject()
         }
-        endObject()
     }
 
     private mutating func sessionList(_ ids: [SessionID]) {

@@ -1,0 +1,118 @@
+import SceneCore
+import SystemdKit
+import Varlink
+
+/// The shell around `AttachmentTable`: feeds each attached process its app's committed events,
+/// notices processes that went away, and carries out what missed deadlines require. Nothing
+/// here decides: the table says who is owed what and what is overdue.
+extension ManagerVarlink {
+    /// Live events of attached apps, in commit order, each app's in one piece.
+    func publishToAttached(_ events: [LifecycleEvent]) {
+        guard attachments.count > 0 else { return }
+        let now = manager.clock.now()
+        var pieces: [Int: [UInt8]] = [:]
+        for e in events {
+            guard let a = attachments.attachment(of: e.app), let conn = server.connections[a.connection],
+                  case .monitor(let m)? = conn.stream, m.attached, m.backlogNext == nil, e.seq >= m.liveFrom
+            else { continue }
+            let deadline = attachments.delivered(e, now: now)
+            pieces[a.connection, default: []] += encodedAppEvent(e, deadline: deadline)
+        }
+        for (number, piece) in pieces {
+            if let conn = server.connections[number] { server.appendOutput(conn, piece) }
+        }
+    }
+
+    /// A backlog event to an attached process (it attached again with since).
+    func sendAppEvent(_ e: LifecycleEvent, to conn: ClientConnection) {
+        let deadline = attachments.delivered(e, now: manager.clock.now())
+        server.appendOutput(conn, encodedAppEvent(e, deadline: deadline))
+    }
+
+    /// io.scened.App's Event: the Manager's, the session's role, configuration and userInfo
+    /// where a scene is made from them, and the deadline of a bounded callback.
+    func encodedAppEvent(_ e: LifecycleEvent, deadline: Timestamp?) -> [UInt8] {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key(static: "parameters")
+        w.beginObject()
+        w.key(static: "event")
+        w.beginObject()
+        w.eventFields(e)
+        let engine = manager.engine
+        if e.name == .willConnectTo || e.name == .configurationForConnecting, let id = e.session,
+           let s = engine.sessions[id] {
+            w.field("role", static: s.role.staticName)
+            w.field("configuration", s.configurationName)
+            w.key(static: "userInfo")
+            w.raw(s.userInfo.json)
+        }
+        if let deadline {
+            w.field("deadline", deadline)
+        } else if e.name == .backgroundTaskWillExpire {
+            w.field("deadline", e.time + engine.configuration.expirationGrace)
+        }
+        w.endObject()
+        w.endObject()
+        w.key(static: "continues")
+        w.bool(true)
+        w.endObject()
+        w.bytes.append(0)
+        return w.bytes
+    }
+
+    /// The server closed a connection. If a process was attached on it, the process is
+    /// taken for dead; carried out by `superviseApps`, not inside the server's close.
+    func connectionClosed(_ conn: ClientConnection) {
+        guard let app = attachments.connectionClosed(conn.number) else { return }
+        pendingDeaths.append((app, conn.peer.pid))
+        server.requestPass?()
+    }
+
+    /// Once per pass (and before an Attach): deaths noticed, deadlines passed.
+    func superviseApps() {
+        if !pendingDeaths.isEmpty {
+            let deaths = pendingDeaths
+            pendingDeaths = []
+            for (app, pid) in deaths where attachments.attachment(of: app) == nil {
+                guard let record = manager.engine.apps[app], record.process != .notRunning else { continue }
+                // A crash (§4.3): the scenes go with no callback, the sessions stay archived
+                // with the state they saved last.
+                _ = try? manager.execute(.processDied(app, reason: .exited))
+                appLog(.notice, app, "\(app)'s process (pid \(pid)) went away without detaching: terminated as exited, its sessions archived.")
+            }
+        }
+        guard attachments.hasDeadlines else { return }
+        for overdue in attachments.expire(now: manager.clock.now()) {
+            switch overdue {
+            case .hung(let app, let awaited):
+                let bound = attachments.deadlines.didEnterBackground
+                if let record = manager.engine.apps[app], record.process != .notRunning {
+                    _ = try? manager.execute(.processDied(app, reason: .hung))
+                }
+                if let a = attachments.detach(app), let conn = server.connections[a.connection],
+                   case .monitor(let m)? = conn.stream, m.attached {
+                    conn.holdError(batch: manager.gathering, Self.appError(
+                        "Terminated", app, [("reason", .string("hung"))],
+                        "\(app) did not answer \(awaited.name) (event \(awaited.seq)) within \(bound.formatted): terminated as hung; the process must exit"))
+                    server.streamEnded(conn)
+                }
+                appLog(.warning, app, "\(app) did not answer \(awaited.name) (event \(awaited.seq)) within \(bound.formatted): terminated as hung, without willTerminate (R23).",
+                       id: MessageID.appDeadlineMissed, [("SCENED_SEQ", String(awaited.seq)), ("SCENED_EVENT", awaited.name.name)])
+            case .overran(let app, let awaited):
+                appLog(.notice, app, "\(app) did not answer \(awaited.name) (event \(awaited.seq)) within \(attachments.deadlines.willTerminate.formatted).",
+                       id: MessageID.appDeadlineMissed, [("SCENED_SEQ", String(awaited.seq)), ("SCENED_EVENT", awaited.name.name)])
+            }
+        }
+    }
+
+    /// Journal entries about app processes, rate-limited: attaching and closing in a loop must
+    /// not flood the journal.
+    func appLog(_ priority: LogLevel, _ app: AppID, _ message: String, id: String = MessageID.appAttachment,
+                _ fields: [(String, String)] = []) {
+        let verdict = appEntryLog.allow(now: server.now())
+        guard verdict.allowed, let daemon else { return }
+        let suppressed = verdict.suppressed > 0 ? " (\(verdict.suppressed) similar entries not logged)" : ""
+        daemon.logger.daemon(priority, id, message + suppressed, [("SCENED_APP", app.rawValue)] + fields)
+    }
+}

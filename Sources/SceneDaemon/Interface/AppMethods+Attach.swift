@@ -1,0 +1,103 @@
+import SceneCore
+import Varlink
+
+/// Attach, Acknowledge and Detach: an app's process taking its place, answering its bounded
+/// callbacks, and leaving.
+extension ManagerVarlink {
+    func attach(_ c: MethodCall) throws(VarlinkError) {
+        guard c.call.more else { throw .expectedMore() }
+        let app = try c.p.app()
+        // A death noticed earlier in this pass is carried out first: it belongs to the
+        // previous process, not to this one.
+        superviseApps()
+        if let existing = attachments.attachment(of: app) {
+            throw Self.appError("AlreadyAttached", app, [("pid", .int(Int64(existing.pid)))],
+                                "\(app) already has a process attached (pid \(existing.pid))")
+        }
+        let committed = manager.committedNextSequence
+        var stream = MonitorStream(app: app, session: nil, backlogNext: nil, liveFrom: committed, attached: true)
+        let resuming = c.p.has("since")
+        if resuming {
+            guard let since = try c.p.count("since") else { throw .invalidParameter("since") }
+            if since < committed {
+                if let unavailable = manager.checkAvailable(from: since) { throw Self.error(unavailable) }
+                stream.backlogNext = since
+            } else {
+                stream.liveFrom = since
+            }
+        } else if let record = manager.engine.apps[app], record.process != .notRunning {
+            // A new process: the one the app had without an attached process is over, with
+            // no callbacks, as a crash would end it; this one starts with didFinishLaunching.
+            _ = try run(.processDied(app, reason: .exited))
+        }
+        if !resuming { stream.liveFrom = max(stream.liveFrom, manager.engine.nextSequence) }
+        if manager.engine.apps[app]?.process ?? .notRunning == .notRunning {
+            _ = try run(.launch(app))
+        }
+        _ = attachments.attach(app, connection: c.conn.number, pid: c.caller.pid)
+        let first = stream.backlogNext ?? stream.liveFrom
+        let d = attachments.deadlines
+        let grace = manager.engine.configuration.expirationGrace
+        reply(c, continues: true) { w in
+            w.key(static: "attached")
+            w.beginObject()
+            w.field("app", app)
+            w.field("pid", Int64(c.caller.pid))
+            w.field("nextSeq", first)
+            w.key(static: "deadlines")
+            w.beginObject()
+            w.field("didEnterBackground", d.didEnterBackground.microseconds)
+            w.field("willTerminate", d.willTerminate.microseconds)
+            w.field("backgroundTaskExpiration", grace.microseconds)
+            w.endObject()
+            w.endObject()
+        }
+        c.conn.stream = .monitor(stream)
+        appLog(.info, app, "\(app) attached: pid \(c.caller.pid), uid \(c.caller.uid)\(resuming ? ", resuming from event \(first)" : "").")
+    }
+
+    func acknowledge(_ c: MethodCall) throws(VarlinkError) {
+        let app = try c.p.app()
+        _ = try attachedProcess(c, app)
+        guard let seq = try c.p.count("seq") else { throw .invalidParameter("seq") }
+        let restoration = try checkedRestoration(try c.p.restoration("restoration"))
+        switch attachments.acknowledge(app, seq: seq, now: manager.clock.now()) {
+        case .accepted(let awaited):
+            if awaited.name == .didEnterBackground, c.p.has("restoration"), let id = awaited.session,
+               manager.engine.sessions[id] != nil {
+                // What UIKit asks stateRestorationActivity(for:) for as the scene backgrounds.
+                _ = try run(.saveState(id, restoration))
+            }
+            reply(c) { _ in }
+        case .late:
+            throw Self.appError("DeadlinePassed", app, [("seq", .int(Int64(seq)))],
+                                "the answer to event \(seq) came after its deadline; \(app) is terminated as hung")
+        case .notAwaiting:
+            throw Self.appError("NotAwaiting", app, [("seq", .int(Int64(seq)))],
+                                "\(app) owes no answer to event \(seq)")
+        }
+    }
+
+    func detach(_ c: MethodCall) throws(VarlinkError) {
+        let app = try c.p.app()
+        let attachment = try attachedProcess(c, app)
+        if let record = manager.engine.apps[app], record.process != .notRunning {
+            // Quitting: the process ends by itself, so nothing is delivered to it.
+            _ = try run(.processDied(app, reason: .exited))
+        }
+        attachments.detach(app)
+        reply(c) { _ in }
+        if let conn = server.connections[attachment.connection], case .monitor(let m)? = conn.stream, m.attached {
+            // The Attach call ends once everything before the Detach is out.
+            conn.hold(batch: manager.gathering) { w in
+                w.beginObject()
+                w.key("parameters")
+                w.beginObject()
+                w.endObject()
+                w.endObject()
+            }
+            server.streamEnded(conn)
+        }
+        appLog(.info, app, "\(app) detached: pid \(attachment.pid).")
+    }
+}

@@ -1,0 +1,80 @@
+import SceneCore
+import Varlink
+
+/// What UIKit lets an app ask for, on its own sessions and tasks only.
+extension ManagerVarlink {
+    func requestActivation(_ c: MethodCall) throws(VarlinkError) {
+        let app = try c.p.app()
+        let id: SessionID
+        if let existing = try ownSession(c, app) {
+            _ = try run(.activate(existing))
+            id = existing
+        } else {
+            var request = ConnectRequest(app: app)
+            if let role = try c.p.enumValue("role", SessionRole.init(name:)) { request.role = role }
+            if let name = c.p.string("configuration") { request.configurationName = name }
+            if let info = try c.p.objectText("userInfo") { request.userInfo = UserInfo(json: try checkedUserInfo(info)) }
+            try checkSessionQuota(app)
+            let (result, _) = try run(.connect(request))
+            guard case .session(let new) = result else { return }
+            id = new
+        }
+        reply(c) { w in w.field("session", id) }
+    }
+
+    func requestDestruction(_ c: MethodCall) throws(VarlinkError) {
+        let app = try c.p.app()
+        guard let id = try ownSession(c, app) else { throw .invalidParameter("session") }
+        _ = try run(.discard(id, cause: .request))
+        reply(c) { _ in }
+    }
+
+    func appBeginTask(_ c: MethodCall) throws(VarlinkError) {
+        let app = try c.p.app()
+        let session = try ownSession(c, app)
+        let (result, _) = try run(.beginTask(BeginTaskRequest(app: app, session: session, name: c.p.string("name") ?? "")))
+        guard case .task(let token) = result else { return }
+        reply(c) { w in
+            w.key(static: "task")
+            w.string(prefix: UInt8(ascii: "t"), decimal: token.rawValue)
+        }
+    }
+
+    func appEndTask(_ c: MethodCall) throws(VarlinkError) {
+        let app = try c.p.app()
+        let token = try c.p.task("task")
+        guard let task = manager.engine.tasks[token] else { throw Self.error(for: .noSuchTask(token)) }
+        guard task.app == app else {
+            throw Self.appError("NotOwnSession", app, [("session", .string(task.session?.description ?? ""))],
+                                "task \(token) is not \(app)'s")
+        }
+        _ = try run(.endTask(token))
+        reply(c) { _ in }
+    }
+
+    func appSaveState(_ c: MethodCall) throws(VarlinkError) {
+        let app = try c.p.app()
+        guard let id = try ownSession(c, app) else { throw .invalidParameter("session") }
+        _ = try run(.saveState(id, try checkedRestoration(try c.p.restoration("restoration"))))
+        reply(c) { _ in }
+    }
+
+    func appSaveUserInfo(_ c: MethodCall) throws(VarlinkError) {
+        let app = try c.p.app()
+        guard let id = try ownSession(c, app) else { throw .invalidParameter("session") }
+        guard let text = try c.p.objectText("userInfo") else { throw .invalidParameter("userInfo") }
+        _ = try run(.saveUserInfo(id, UserInfo(json: try checkedUserInfo(text))))
+        reply(c) { _ in }
+    }
+
+    func appSetFootprint(_ c: MethodCall) throws(VarlinkError) {
+        let app = try c.p.app()
+        guard let bytes = try c.p.count("footprint") else { throw .invalidParameter("footprint") }
+        if let id = try ownSession(c, app) {
+            _ = try run(.setFootprint(id, bytes))
+        } else {
+            _ = try run(.setAppFootprint(app, bytes))
+        }
+        reply(c) { _ in }
+    }
+}

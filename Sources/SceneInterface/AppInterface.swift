@@ -1,0 +1,163 @@
+/// The interface for app processes (io.scened.App): an app attaches as itself, receives its
+/// own callbacks in commit order, and answers those that UIKit bounds in time. Shipped as
+/// interfaces/io.scened.App.varlink too (InterfaceFileTests keeps the two equal).
+public enum AppInterface {
+    public static let name = "io.scened.App"
+
+    public static let text = """
+# An app's own side of scened: its process attaches as the app, receives every callback of its
+# app in commit order, answers the callbacks UIKit bounds in time, and makes the requests UIKit
+# lets an app make, on its own sessions only.
+#
+# A Varlink connection serves one streaming call at a time: Attach holds its connection, so the
+# process makes its other calls (Acknowledge, its requests, Detach) on a second connection.
+# Calls are for the app's owner and administrators (org.varlink.service.PermissionDenied);
+# Acknowledge and Detach also only from the attached process. Lifecycle errors are those of
+# io.scened.Manager (NoSuchSession, InvalidTransition, LimitExceeded, …).
+interface io.scened.App
+
+type SceneState (unattached, foregroundInactive, foregroundActive, background)
+
+type ApplicationState (active, inactive, background)
+
+type SessionRole (
+  windowApplication,
+  windowExternalDisplayNonInteractive,
+  carTemplateApplication,
+  volumetricApplication,
+  immersiveSpaceApplication
+)
+
+type EventName (
+  didFinishLaunching,
+  configurationForConnecting,
+  willConnectTo,
+  willEnterForeground,
+  didBecomeActive,
+  willResignActive,
+  didEnterBackground,
+  didDisconnect,
+  didDiscardSceneSessions,
+  didReceiveMemoryWarning,
+  willTerminate,
+  backgroundTaskWillExpire,
+  suspended,
+  resumed,
+  terminated
+)
+
+# State-restoration data: exactly one of a JSON object or base64-encoded opaque bytes.
+type RestorationData (json: ?object, base64: ?string)
+
+type ReclaimNote (level: string, usageBefore: int, usageAfter: int, budget: int, score: ?float, reason: string)
+
+# One callback or state change of the app: io.scened.Manager's Event, with what the app needs
+# to build its scene and the deadline of a bounded callback.
+type Event (
+  seq: int,
+  # Microseconds since the Unix epoch.
+  time: int,
+  event: EventName,
+  app: string,
+  session: ?string,
+  scene: ?int,
+  state: string,
+  appState: ApplicationState,
+  cause: string,
+  sessions: ?[]string,
+  # willConnectTo: the state-restoration data to restore the scene from.
+  restoration: ?RestorationData,
+  # willConnectTo: true when an existing session reconnects (no configurationForConnecting).
+  reconnect: ?bool,
+  # configurationForConnecting, willConnectTo: the session's role, configuration name and
+  # userInfo (UISceneSession).
+  role: ?SessionRole,
+  configuration: ?string,
+  userInfo: ?object,
+  task: ?string,
+  taskName: ?string,
+  # terminated: requested, backgroundTaskExpired, memoryPressure, exited (the process went
+  # away without Detach) or hung (it missed a deadline).
+  reason: ?string,
+  reclaim: ?ReclaimNote,
+  # didEnterBackground, willTerminate: answer with Acknowledge(seq) before this time
+  # (microseconds since the Unix epoch). A didEnterBackground left unanswered gets the process
+  # terminated as hung, without willTerminate (R23). backgroundTaskWillExpire: end the task
+  # before this time, or the process is terminated (R24).
+  deadline: ?int
+)
+
+# The deadlines in force, microseconds.
+type Deadlines (didEnterBackground: int, willTerminate: int, backgroundTaskExpiration: int)
+
+# Attaches the calling process as the app's process (requires "more"). One process per app at
+# a time (AlreadyAttached). The first reply carries attached; every later one an event.
+#
+# Without since, the caller is a new process: the app is launched (didFinishLaunching, then any
+# pending didDiscardSceneSessions), after the end of any process the app had without one
+# attached (terminated, reason exited). Its archived sessions stay archived until activated.
+# With since, the caller is the same process attaching again (scened restarted): it gets the
+# app's events from sequence number since on (its last one handled + 1), then live ones; the
+# app is not relaunched if it is running.
+#
+# When the connection closes without Detach, the process is taken for dead: the app is
+# terminated with no callback (reason exited), its sessions archived with their saved state.
+method Attach(app: string, since: ?int) -> (attached: ?Attached, event: ?Event)
+
+type Attached (app: string, pid: int, nextSeq: int, deadlines: Deadlines)
+
+# Answers a bounded callback (an event with a deadline): didEnterBackground, with the scene's
+# state-restoration data if it has any to save (stateRestorationActivity(for:)), or
+# willTerminate. Late answers are refused with DeadlinePassed.
+method Acknowledge(app: string, seq: int, restoration: ?RestorationData) -> ()
+
+# Ends the attachment: after willTerminate, or to quit (a running app is terminated without
+# callbacks, reason exited). The Attach call then ends.
+method Detach(app: string) -> ()
+
+# UIApplication.requestSceneSessionActivation: an existing session (activated, reconnected if
+# archived) or, without session, a new one (role, configuration and userInfo as given).
+method RequestSceneSessionActivation(
+  app: string,
+  session: ?string,
+  role: ?SessionRole,
+  configuration: ?string,
+  userInfo: ?object
+) -> (session: string)
+
+# UIApplication.requestSceneSessionDestruction: the session is discarded.
+method RequestSceneSessionDestruction(app: string, session: string) -> ()
+
+# beginBackgroundTask(withName:expirationHandler:); the expiration comes as a
+# backgroundTaskWillExpire event.
+method BeginBackgroundTask(app: string, session: ?string, name: ?string) -> (task: string)
+
+method EndBackgroundTask(app: string, task: string) -> ()
+
+method SaveState(app: string, session: string, restoration: ?RestorationData) -> ()
+
+method SaveUserInfo(app: string, session: string, userInfo: object) -> ()
+
+# What the process holds: for a session's scene, or (without session) apart from its scenes.
+method SetFootprint(app: string, session: ?string, footprint: int) -> ()
+
+# Another process is attached as the app.
+error AlreadyAttached (app: string, pid: int, message: string)
+
+# The call needs the app's attached process, and the caller is not it (or none is attached).
+error NotAttached (app: string, message: string)
+
+# No bounded callback with this sequence number is waiting for the app's answer.
+error NotAwaiting (app: string, seq: int, message: string)
+
+# The answer came after the deadline: the process has been terminated as hung.
+error DeadlinePassed (app: string, seq: int, message: string)
+
+# The session is not the app's.
+error NotOwnSession (app: string, session: string, message: string)
+
+# Ends an Attach call: the app's process was terminated as hung (it missed a deadline) and
+# must exit.
+error Terminated (app: string, reason: string, message: string)
+"""
+}
