@@ -70,6 +70,7 @@ final class Daemon {
     func start() throws {
         let me = Unmanaged.passUnretained(self)
         service.daemon = self
+        service.attachments.deadlines = settings.appDeadlines
         server.handleCall = { call, conn in me.takeUnretainedValue().service.handle(call, on: conn) }
         server.requestPass = { me.takeUnretainedValue().requestPass() }
         server.currentBatch = { me.takeUnretainedValue().manager.gathering }
@@ -328,6 +329,7 @@ final class Daemon {
         status.interval = UInt64(max(new.statusInterval, 0))
         server.limits = new.limits
         service.policy = new.accessPolicy
+        service.attachments.deadlines = new.appDeadlines
         reclaim.reconfigure(new.reclaimConfiguration, budget: new.memoryBudget, watermarks: new.watermarks,
                             hold: TimeSpan(microseconds: new.pressureHold),
                             simulated: new.pressureSources.contains(.simulated))

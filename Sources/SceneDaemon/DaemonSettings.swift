@@ -20,6 +20,9 @@ struct DaemonSettings: Equatable, Sendable {
     var suspendDelay: Int64 = 5_000_000
     var backgroundTaskBudget: Int64 = 30_000_000
     var expirationGrace: Int64 = 2_000_000
+    // How long an attached app has to answer (io.scened.App.Acknowledge).
+    var didEnterBackgroundTimeout: Int64 = 5_000_000
+    var willTerminateTimeout: Int64 = 5_000_000
     // [Store]
     var durability: Durability = .full
     var eventLogSize = 100_000
@@ -68,6 +71,11 @@ struct DaemonSettings: Equatable, Sendable {
         EngineConfiguration(suspendDelay: TimeSpan(microseconds: suspendDelay),
                             backgroundTaskBudget: TimeSpan(microseconds: backgroundTaskBudget),
                             expirationGrace: TimeSpan(microseconds: expirationGrace))
+    }
+
+    var appDeadlines: AttachmentTable.Deadlines {
+        AttachmentTable.Deadlines(didEnterBackground: TimeSpan(microseconds: didEnterBackgroundTimeout),
+                                  willTerminate: TimeSpan(microseconds: willTerminateTimeout))
     }
 }
 
@@ -121,6 +129,8 @@ struct SettingKey: Sendable {
         timeKey("Lifecycle", "SuspendDelaySec", \.suspendDelay, minimum: 0),
         timeKey("Lifecycle", "BackgroundTaskBudgetSec", \.backgroundTaskBudget, minimum: 1_000),
         timeKey("Lifecycle", "ExpirationGraceSec", \.expirationGrace, minimum: 0),
+        timeKey("Lifecycle", "DidEnterBackgroundTimeoutSec", \.didEnterBackgroundTimeout, minimum: 10_000),
+        timeKey("Lifecycle", "WillTerminateTimeoutSec", \.willTerminateTimeout, minimum: 10_000),
         SettingKey(section: "Store", key: "Durability", apply: { s, v in
             guard let d = Durability(rawValue: v) else { return "Durability= must be full, normal or off" }
             s.durability = d

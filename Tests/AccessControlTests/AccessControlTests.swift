@@ -173,6 +173,47 @@ struct AccessControlTests {
         _ = try setup.ok(users.owner, ["discard", s3])
     }
 
+    @Test("io.scened.App: only the owner (or an administrator) attaches as an app, and only one process at a time")
+    func attachIsTheOwners() throws {
+        try #require(getuid() == 0, "needs root: useradd and setpriv")
+        let users = try TestUsers()
+        defer { users.remove() }
+        let setup = try Setup(users)
+        let owned = Self.ownedApp
+        /// Attaches as `app` and prints the first reply; with "hold", keeps the attach open.
+        let probe = #"""
+        import json, socket, sys, time
+        s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+        s.sendall(json.dumps({"method": "io.scened.App.Attach", "parameters": {"app": sys.argv[2]}, "more": True}).encode() + b"\0")
+        b = b""
+        while b"\0" not in b:
+            d = s.recv(65536)
+            if not d: break
+            b += d
+        print(b.split(b"\0")[0].decode(), flush=True)
+        if len(sys.argv) > 3: time.sleep(30)
+        """#
+        func attach(_ user: String, _ app: String) throws -> String {
+            try users.run(as: user, ["python3", "-c", probe, setup.socket, app]).stdout
+        }
+        for user in [users.stranger, users.otherOwner] {
+            let reply = try attach(user, owned)
+            #expect(reply.contains("org.varlink.service.PermissionDenied"), "\(user) attached as \(owned): \(reply)")
+        }
+        #expect(try setup.ctl("root", ["--json", "show-app", owned]).stdout.contains("\"launches\":0") ||
+                (try setup.ctl("root", ["show-app", owned]).status) != 0, "a refused attach launched nothing")
+        // The owner attaches and stays; a second process (even root's) is refused meanwhile.
+        let held = try ChildProcess([tool("setpriv"), "--reuid", users.owner, "--regid", users.owner, "--init-groups", "--",
+                                     "env", "-i", "PATH=/usr/bin:/bin", "python3", "-c", probe, setup.socket, owned, "hold"],
+                                    directory: setup.dir.path, label: "attach-owner", stdoutPipe: true)
+        defer { held.killNow() }
+        let first = held.readLine(seconds: 10) ?? ""
+        #expect(first.contains("\"attached\"") && first.contains("\"pid\""), "the owner's attach: \(first) \(held.stderr)")
+        let second = try attach("root", owned)
+        #expect(second.contains("io.scened.App.AlreadyAttached"), "\(second)")
+        #expect(try setup.ctl("root", ["show-app", owned]).stdout.contains("running"))
+    }
+
     @Test("no squatting: a runtime directory another user made first is refused; an impostor on the socket gets nothing")
     func squatting() throws {
         try #require(getuid() == 0, "needs root: useradd and setpriv")

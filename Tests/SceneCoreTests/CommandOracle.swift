@@ -96,6 +96,12 @@ enum CommandOracle {
             if isReclaim(cause) && a.hasForegroundScene { return .refused(.invalidTransition) }
             return .events((a.process == .running ? [P(.willTerminate)] : []) + [P(.terminated)])
 
+        case .processDied(let app, _):
+            // A crash or a hung process: no callback at all, not even willTerminate.
+            guard let a = e.apps[app] else { return .refused(.exactly(.noSuchApp(app))) }
+            if a.process == .notRunning { return .refused(.invalidTransition) }
+            return .events([P(.terminated)])
+
         case .connect(let request):
             let n = request.configurationName.utf8.count
             if n == 0 || n > 255 || request.footprint > 1 << 40 { return .refused(.invalidArgument) }

@@ -331,7 +331,8 @@ struct CommandGenerator {
         case 32..<44: command = .background(session(engine))
         case 44..<50: command = .disconnect(session(engine), cause: cause())
         case 50..<54: command = .discard(session(engine), cause: cause())
-        case 54..<57: command = .terminate(app(allowGhost: true), cause: cause())
+        case 54..<56: command = .terminate(app(allowGhost: true), cause: cause())
+        case 56: command = .processDied(app(allowGhost: true), reason: rng.chance(50) ? .exited : .hung)
         case 57..<59: command = .launch(app(allowGhost: false))
         case 59..<63:
             let data: RestorationData? = switch rng.below(3) {

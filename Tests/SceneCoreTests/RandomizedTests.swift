@@ -236,7 +236,7 @@ extension Command {
             r.session = r.session.map(f)
             return .beginTask(r)
         case .endTask(let t): return .endTask(g(t))
-        case .tick, .launch, .terminate, .connect, .setAppFootprint, .memoryWarning, .suspend: return self
+        case .tick, .launch, .terminate, .processDied, .connect, .setAppFootprint, .memoryWarning, .suspend: return self
         }
     }
 }
