@@ -50,6 +50,8 @@ public struct ReclaimController: Sendable {
     public private(set) var gaugeLevel: PressureLevel = .normal
     public private(set) var externalLevel: PressureLevel = .normal
     private var reportedUnrelievable = false
+    /// Reclaim notices to apps that take part (§3.5), and their answers.
+    public var grace = ReclaimGrace()
 
     /// How often archived sessions are checked against `archivedMaxAge` when nothing else
     /// wakes the controller.
@@ -80,6 +82,9 @@ public struct ReclaimController: Sendable {
         public var wake: Timestamp?
         /// The level came from a source other than the accounting (for the plan).
         public var external = false
+        /// Disconnects held back for the app's answer: send each notice to its app, then
+        /// report the answer with `answer(_:_:app:)`. Its deadline is in `wake`.
+        public var notices: [ReclaimGrace.Notice] = []
     }
 
     /// The level the override stands for now (after lapsing it).
@@ -90,9 +95,16 @@ public struct ReclaimController: Sendable {
     }
 
     /// Refreshes the level and, when the gating calls for it, asks the policy what to do.
+    /// - Parameter takesNotice: whether a scene's app takes part in the grace protocol; its
+    ///   reclaim disconnects then wait for its answer or its deadline.
     public mutating func evaluate(engine: LifecycleEngine, readings: PressureReadings, now: Timestamp,
-                                  nextUse: ((SessionID) -> Timestamp?)? = nil) -> Outcome {
+                                  nextUse: ((SessionID) -> Timestamp?)? = nil,
+                                  takesNotice: ((SessionID, AppID) -> Bool)? = nil) -> Outcome {
         var outcome = Outcome()
+        // Silence until the deadline: disconnected from the state the app saved last.
+        for notice in grace.expire(now: now) where Self.stillReclaimable(notice, engine) {
+            outcome.steps.append(Self.step(notice.step))
+        }
         if let o = override, let until = o.until, now >= until { override = nil }
         if override?.level == .normal { override = nil }
         let budget = readings.budget ?? 0
@@ -111,11 +123,23 @@ public struct ReclaimController: Sendable {
         let capsDue = capsConfigured && (policy.configuration.maxSessions > 0
             ? engine.sessions.count > policy.configuration.maxSessions : due)
         if changed || (level > .normal && due) || capsDue || (level == .normal && policy.episode != nil) {
-            let plan = policy.decide(engine: engine, level: level, usage: readings.usage, now: now,
-                                     external: outcome.external, nextUse: nextUse)
+            // Scenes with a notice out are as good as gone; they and those that deferred are
+            // not chosen again.
+            let going = grace.isEmpty ? 0 : grace.pendingBytes(engine)
+            let held = grace
+            let plan = policy.decide(engine: engine, level: level, usage: readings.usage - min(readings.usage, going), now: now,
+                                     external: outcome.external, nextUse: nextUse,
+                                     excluded: held.isEmpty && held.deferred.isEmpty ? nil : { held.isExcluded($0) })
             nextDecision = plan.nextDecision
             outcome.plan = plan
-            outcome.steps = plan.steps.map { Step(command: Self.command(for: $0), step: $0) }
+            for step in plan.steps {
+                if case .disconnect(let id) = step.action, let takesNotice, let s = engine.sessions[id], takesNotice(id, s.app) {
+                    outcome.notices.append(grace.hold(step, session: id, app: s.app, level: level, now: now))
+                } else {
+                    outcome.steps.append(Self.step(step))
+                }
+            }
+            if plan.episodeEnded { grace.episodeEnded() }
             if plan.unrelievable && !reportedUnrelievable {
                 reportedUnrelievable = true
                 outcome.becameUnrelievable = true
@@ -123,6 +147,32 @@ public struct ReclaimController: Sendable {
         }
         outcome.wake = nextWake(now: now)
         return outcome
+    }
+
+    /// A scene brought back to the foreground (or gone) while its notice was out is left alone.
+    static func stillReclaimable(_ notice: ReclaimGrace.Notice, _ engine: LifecycleEngine) -> Bool {
+        guard let s = engine.sessions[notice.session] else { return false }
+        return s.condition == .live && s.sceneState == .background
+    }
+
+    static func step(_ step: ReclaimStep) -> Step { Step(command: command(for: step), step: step) }
+
+    /// An app answered a reclaim notice: the disconnect to carry out now, if any. A deferral
+    /// lets the policy choose the next victim at the next evaluation, without waiting for the
+    /// settle time.
+    public mutating func answer(_ id: UInt64, _ answer: ReclaimGrace.Answer, app: AppID,
+                                engine: LifecycleEngine) -> (ReclaimGrace.Resolution, [Step]) {
+        let resolution = grace.answer(id, answer, app: app)
+        switch resolution {
+        case .disconnect(let notice):
+            return (resolution, Self.stillReclaimable(notice, engine) ? [Self.step(notice.step)] : [])
+        case .deferred(let notice):
+            policy.noteDeferred(bytes: engine.sessions[notice.session]?.footprint ?? 0)
+            nextDecision = nil
+            return (resolution, [])
+        case .unknown:
+            return (resolution, [])
+        }
     }
 
     /// The engine command that carries out a plan step.
@@ -152,6 +202,7 @@ public struct ReclaimController: Sendable {
         consider(nextDecision)
         if gaugeIsSource { consider(gauge.nextDrop) }
         consider(override?.until)
+        consider(grace.nextDeadline)
         if policy.configuration.archivedMaxAge > .zero { consider(now + Self.capSweep) }
         return wake
     }

@@ -68,8 +68,10 @@ public struct ReclaimPolicy: Sendable {
     ///   - external: the level comes from a source other than that accounting (PSI, operator):
     ///     then a batch frees a tenth of the usage even when the accounting is under the target.
     ///   - nextUse: for `VictimOrder.opt` only, when each session will next be activated.
+    ///   - excluded: scenes not to choose (a reclaim notice is out for them, or they deferred).
     public mutating func decide(engine: LifecycleEngine, level: PressureLevel, usage: UInt64, now: Timestamp,
-                                external: Bool = false, nextUse: ((SessionID) -> Timestamp?)? = nil) -> ReclaimPlan {
+                                external: Bool = false, nextUse: ((SessionID) -> Timestamp?)? = nil,
+                                excluded: ((SessionID) -> Bool)? = nil) -> ReclaimPlan {
         var plan = ReclaimPlan()
         let lowTarget = configuration.lowTarget
         appendCapDiscards(engine: engine, now: now, level: level, usage: usage, into: &plan)
@@ -174,6 +176,7 @@ public struct ReclaimPolicy: Sendable {
             }
             let id = SessionID(candidate.id)
             guard let s = engine.sessions[id], !terminatedApps.contains(s.app) else { continue }
+            if let excluded, excluded(id) { continue }
             let before = projected
             projected -= min(projected, s.footprint)
             plan.steps.append(ReclaimStep(action: .disconnect(id),
@@ -224,6 +227,16 @@ public struct ReclaimPolicy: Sendable {
             episode!.unrelievable = true
         }
         return plan
+    }
+
+    /// A planned disconnect did not happen (its scene deferred under the grace protocol): the
+    /// episode does not count it, and the batch it was in may be followed by another at once.
+    public mutating func noteDeferred(bytes: UInt64) {
+        if episode != nil {
+            episode!.disconnects = max(0, episode!.disconnects - 1)
+            episode!.bytesFreed -= min(episode!.bytesFreed, bytes)
+        }
+        lastBatchAt = nil
     }
 
     /// Suspends now every running app left with no foreground scene and no task once this

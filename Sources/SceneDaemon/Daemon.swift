@@ -71,6 +71,9 @@ final class Daemon {
         let me = Unmanaged.passUnretained(self)
         service.daemon = self
         service.attachments.deadlines = settings.appDeadlines
+        reclaim.reconfigure(grace: settings.reclaimGrace)
+        reclaim.takesNotice = { app in me.takeUnretainedValue().service.attachments.attachment(of: app) != nil }
+        reclaim.sendNotices = { notices in me.takeUnretainedValue().service.sendNotices(notices) }
         server.handleCall = { call, conn in me.takeUnretainedValue().service.handle(call, on: conn) }
         server.requestPass = { me.takeUnretainedValue().requestPass() }
         server.currentBatch = { me.takeUnretainedValue().manager.gathering }
@@ -330,6 +333,7 @@ final class Daemon {
         server.limits = new.limits
         service.policy = new.accessPolicy
         service.attachments.deadlines = new.appDeadlines
+        reclaim.reconfigure(grace: new.reclaimGrace)
         reclaim.reconfigure(new.reclaimConfiguration, budget: new.memoryBudget, watermarks: new.watermarks,
                             hold: TimeSpan(microseconds: new.pressureHold),
                             simulated: new.pressureSources.contains(.simulated))

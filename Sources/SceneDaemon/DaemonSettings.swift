@@ -23,6 +23,9 @@ struct DaemonSettings: Equatable, Sendable {
     // How long an attached app has to answer (io.scened.App.Acknowledge).
     var didEnterBackgroundTimeout: Int64 = 5_000_000
     var willTerminateTimeout: Int64 = 5_000_000
+    // [Reclaim] the grace an attached app gets to save before a reclaim disconnect (§3.5).
+    var graceWarning: Int64 = 2_000_000
+    var graceCritical: Int64 = 250_000
     // [Store]
     var durability: Durability = .full
     var eventLogSize = 100_000
@@ -71,6 +74,10 @@ struct DaemonSettings: Equatable, Sendable {
         EngineConfiguration(suspendDelay: TimeSpan(microseconds: suspendDelay),
                             backgroundTaskBudget: TimeSpan(microseconds: backgroundTaskBudget),
                             expirationGrace: TimeSpan(microseconds: expirationGrace))
+    }
+
+    var reclaimGrace: ReclaimGrace.Configuration {
+        ReclaimGrace.Configuration(warning: TimeSpan(microseconds: graceWarning), critical: TimeSpan(microseconds: graceCritical))
     }
 
     var appDeadlines: AttachmentTable.Deadlines {
@@ -129,6 +136,8 @@ struct SettingKey: Sendable {
         timeKey("Lifecycle", "SuspendDelaySec", \.suspendDelay, minimum: 0),
         timeKey("Lifecycle", "BackgroundTaskBudgetSec", \.backgroundTaskBudget, minimum: 1_000),
         timeKey("Lifecycle", "ExpirationGraceSec", \.expirationGrace, minimum: 0),
+        timeKey("Reclaim", "GraceWarningSec", \.graceWarning, minimum: 10_000),
+        timeKey("Reclaim", "GraceCriticalSec", \.graceCritical, minimum: 10_000),
         timeKey("Lifecycle", "DidEnterBackgroundTimeoutSec", \.didEnterBackgroundTimeout, minimum: 10_000),
         timeKey("Lifecycle", "WillTerminateTimeoutSec", \.willTerminateTimeout, minimum: 10_000),
         SettingKey(section: "Store", key: "Durability", apply: { s, v in

@@ -43,6 +43,9 @@ final class ReclaimRunner {
     static let connectedCapacity = 16_384
     /// Tests: every reclaim command carried out, and whether the engine took it.
     var stepObserver: ((Command, Bool) -> Void)?
+    /// Whether an app takes part in the reclaim grace (it is attached), and where its notices go.
+    var takesNotice: ((AppID) -> Bool)?
+    var sendNotices: (([ReclaimGrace.Notice]) -> Void)?
 
     init(manager: Manager, logger: JournalLogger, policy: ReclaimPolicy, budget: UInt64, watermarks: Watermarks,
          hold: TimeSpan, simulated: Bool) {
@@ -82,12 +85,29 @@ final class ReclaimRunner {
             inputsChanged = false
         }
         usage = manager.engine.residentBytes
+        let notice: ((SessionID, AppID) -> Bool)? = takesNotice.map { f in { _, app in f(app) } }
         let outcome = controller.evaluate(engine: manager.engine,
                                           readings: PressureReadings(usage: usage, budget: budget, external: psi?.level ?? .normal),
-                                          now: now)
+                                          now: now, takesNotice: notice)
         if let old = outcome.previousLevel { logLevelChange(from: old, now: now) }
         history.record(time: now, seq: manager.engine.nextSequence, usage: usage, budget: budget, level: level)
-        for step in outcome.steps {
+        execute(outcome.steps, now: now)
+        if !outcome.notices.isEmpty { sendNotices?(outcome.notices) }
+        if outcome.becameUnrelievable {
+            logger.daemon(batch: manager.gathering, position: manager.pending.events.count, .warning, MessageID.pressureUnrelievable,
+                          "Memory pressure \(level.name) cannot be relieved: only foreground and protected scenes remain; \(ByteSize.format(usage)) of \(ByteSize.format(budget)).",
+                          [("SCENED_PRESSURE", level.name), ("SCENED_USAGE", String(usage)), ("SCENED_BUDGET", String(budget))])
+        }
+        if !outcome.steps.isEmpty {
+            // What the steps freed shows at once, not at the next pass.
+            history.record(time: now, seq: manager.engine.nextSequence, usage: manager.engine.residentBytes,
+                           budget: budget, level: level)
+        }
+        wakeAt?(outcome.wake)
+    }
+
+    private func execute(_ steps: [ReclaimController.Step], now: Timestamp) {
+        for step in steps {
             do {
                 let seq = manager.engine.nextSequence
                 _ = try manager.execute(step.command)
@@ -102,18 +122,17 @@ final class ReclaimRunner {
                 Diagnostics.info("reclaim step skipped: \(error)")
             }
         }
-        if outcome.becameUnrelievable {
-            logger.daemon(batch: manager.gathering, position: manager.pending.events.count, .warning, MessageID.pressureUnrelievable,
-                          "Memory pressure \(level.name) cannot be relieved: only foreground and protected scenes remain; \(ByteSize.format(usage)) of \(ByteSize.format(budget)).",
-                          [("SCENED_PRESSURE", level.name), ("SCENED_USAGE", String(usage)), ("SCENED_BUDGET", String(budget))])
-        }
-        if !outcome.steps.isEmpty {
-            // What the steps freed shows at once, not at the next pass.
-            history.record(time: now, seq: manager.engine.nextSequence, usage: manager.engine.residentBytes,
-                           budget: budget, level: level)
-        }
-        wakeAt?(outcome.wake)
     }
+
+    /// An attached app answered a reclaim notice: its disconnect, if the answer releases it,
+    /// joins the current batch.
+    func answer(_ id: UInt64, _ answer: ReclaimGrace.Answer, app: AppID) -> ReclaimGrace.Resolution {
+        let (resolution, steps) = controller.answer(id, answer, app: app, engine: manager.engine)
+        execute(steps, now: manager.clock.now())
+        return resolution
+    }
+
+    func reconfigure(grace: ReclaimGrace.Configuration) { controller.grace.configuration = grace }
 
     private func noteDecision(_ now: Timestamp) {
         let seq = manager.engine.nextSequence

@@ -90,8 +90,27 @@ type Event (
 # The deadlines in force, microseconds.
 type Deadlines (didEnterBackground: int, willTerminate: int, backgroundTaskExpiration: int)
 
+# Memory pressure is about to take a scene of the app: save its state now (reclaim grace).
+# Answer with AnswerNotice before the deadline: ack (with the scene's state-restoration data,
+# if any) and it is disconnected at once; defer (once per scene per pressure episode) and
+# another scene is taken instead; silence and it is disconnected at the deadline, from the
+# state it saved last, and the app's grace is halved next time. The scene comes back, with its
+# saved state, when it is activated again.
+type ReclaimNotice (
+  id: int,
+  # What will happen: disconnect.
+  action: string,
+  session: string,
+  # warning or critical.
+  level: string,
+  # Microseconds since the Unix epoch.
+  deadline: int,
+  reason: string
+)
+
 # Attaches the calling process as the app's process (requires "more"). One process per app at
-# a time (AlreadyAttached). The first reply carries attached; every later one an event.
+# a time (AlreadyAttached). The first reply carries attached; every later one an event or a
+# reclaim notice.
 #
 # Without since, the caller is a new process: the app is launched (didFinishLaunching, then any
 # pending didDiscardSceneSessions), after the end of any process the app had without one
@@ -102,7 +121,7 @@ type Deadlines (didEnterBackground: int, willTerminate: int, backgroundTaskExpir
 #
 # When the connection closes without Detach, the process is taken for dead: the app is
 # terminated with no callback (reason exited), its sessions archived with their saved state.
-method Attach(app: string, since: ?int) -> (attached: ?Attached, event: ?Event)
+method Attach(app: string, since: ?int) -> (attached: ?Attached, event: ?Event, notice: ?ReclaimNotice)
 
 type Attached (app: string, pid: int, nextSeq: int, deadlines: Deadlines)
 
@@ -110,6 +129,12 @@ type Attached (app: string, pid: int, nextSeq: int, deadlines: Deadlines)
 # state-restoration data if it has any to save (stateRestorationActivity(for:)), or
 # willTerminate. Late answers are refused with DeadlinePassed.
 method Acknowledge(app: string, seq: int, restoration: ?RestorationData) -> ()
+
+# Answers a reclaim notice: defer true to keep the scene for now (once per scene per episode;
+# a second deferral is taken as an ack), otherwise ack, optionally with the scene's
+# state-restoration data, saved before the disconnect. disconnected says whether the scene was
+# disconnected now; an unknown or settled notice is NotAwaiting.
+method AnswerNotice(app: string, notice: int, restoration: ?RestorationData, defer: ?bool) -> (disconnected: bool)
 
 # Ends the attachment: after willTerminate, or to quit (a running app is terminated without
 # callbacks, reason exited). The Attach call then ends.
@@ -147,7 +172,8 @@ error AlreadyAttached (app: string, pid: int, message: string)
 # The call needs the app's attached process, and the caller is not it (or none is attached).
 error NotAttached (app: string, message: string)
 
-# No bounded callback with this sequence number is waiting for the app's answer.
+# No bounded callback with this sequence number (or no notice with this id) is waiting for the
+# app's answer.
 error NotAwaiting (app: string, seq: int, message: string)
 
 # The answer came after the deadline: the process has been terminated as hung.

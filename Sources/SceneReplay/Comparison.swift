@@ -159,6 +159,10 @@ public enum ReplayReport {
         key("ack_slow_victims", m.slowAckVictims)
         key("ack_deferring_victims", m.deferringVictims)
         key("ack_silent_victims", m.silentVictims)
+        key("grace_notices", m.graceNotices)
+        key("grace_acks", m.graceAcks)
+        key("grace_deferrals", m.graceDeferrals)
+        key("grace_timeouts", m.graceTimeouts)
         key("trace_refusals", m.traceRefusals)
         for (k, v) in extra {
             w.key(k)

@@ -74,6 +74,12 @@ public struct ReplayMetrics: Sendable, Equatable {
     public var slowAckVictims = 0
     public var deferringVictims = 0
     public var silentVictims = 0
+    /// The reclaim grace (§3.5, `ReplaySettings.grace`): notices given before disconnects of
+    /// scenes with an ack profile, answered ack, deferred, or left to their deadline.
+    public var graceNotices = 0
+    public var graceAcks = 0
+    public var graceDeferrals = 0
+    public var graceTimeouts = 0
     /// Trace commands the engine refused (e.g. `suspend` of an app with a foreground scene);
     /// they are skipped.
     public var traceRefusals = 0

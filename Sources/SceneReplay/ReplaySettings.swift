@@ -25,6 +25,9 @@ public struct ReplaySettings: Sendable {
     /// Whether the gauge (usage against the budget) is a pressure source; the daemon can run
     /// with PSI alone, and an exported trace says so.
     public var gaugeIsSource = true
+    /// The reclaim grace (§3.5) for scenes with an `ack_profile`, as the daemon gives attached
+    /// apps; nil: disconnect them without notice.
+    public var grace: ReclaimGrace.Configuration? = ReclaimGrace.Configuration()
 
     public init(order: VictimOrder = .ours, budget: UInt64? = nil, reclaim: ReclaimConfiguration = ReclaimConfiguration(),
                 engine: EngineConfiguration = .standard, hold: TimeSpan = .seconds(4), tail: TimeSpan = .seconds(300),

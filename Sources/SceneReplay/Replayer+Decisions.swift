@@ -23,9 +23,15 @@ extension Replayer {
         } else {
             nextUse = nil
         }
+        settleAnswers(through: now)
+        let profiles = acks
+        let scenes = sceneOf
+        let takesNotice: ((SessionID, AppID) -> Bool)? = settings.grace == nil || profiles.isEmpty ? nil : { id, _ in
+            scenes[id].flatMap { profiles[$0] } != nil
+        }
         let started = clock?()
         let outcome = controller.evaluate(engine: engine, readings: PressureReadings(usage: usage, budget: budget),
-                                          now: now, nextUse: nextUse)
+                                          now: now, nextUse: nextUse, takesNotice: takesNotice)
         let level = controller.level
         if level > .normal && !inEpisode {
             inEpisode = true
@@ -37,8 +43,14 @@ extension Replayer {
             inEpisode = false
             if !relieved { metrics.unrelievedEpisodes += 1 }
         }
+        scheduleAnswers(outcome.notices, at: now)
         wake = outcome.wake
-        guard let plan = outcome.plan else { return }
+        if let next = answers.first?.time, wake.map({ next < $0 }) ?? true { wake = next }
+        guard let plan = outcome.plan else {
+            // Only notices whose deadline passed: their disconnects, without a new plan.
+            if !outcome.steps.isEmpty { execute(outcome.steps, at: now, usage: usage) }
+            return
+        }
         if let started, let clock {
             let ended = clock()
             metrics.decisionMicros.append(Double(ended &- started) / 1000)
@@ -52,6 +64,28 @@ extension Replayer {
             observer(DecisionRecord(time: now, level: level, external: outcome.external, usageBefore: usage,
                                     usageAfter: engine.residentBytes, budget: budget, lowTarget: lowTarget,
                                     plan: plan, engineBefore: engineBefore, policyBefore: policyBefore))
+        }
+    }
+
+    /// The ack profile says when and how each noticed scene answers: within its grace, an ack
+    /// (or a deferral) at its latency; a profile without latency, or a slower one, is silent
+    /// and the controller disconnects at the deadline.
+    mutating func scheduleAnswers(_ notices: [ReclaimGrace.Notice], at now: Timestamp) {
+        for n in notices {
+            guard let name = sceneOf[n.session], let profile = acks[name], let ms = profile.latencyMs else { continue }
+            let at = now + .milliseconds(ms)
+            guard at < n.deadline else { continue }
+            answers.append((at, n.id, n.app, profile.defers ? .deferral : .ack))
+        }
+        answers.sort { ($0.time, $0.id) < ($1.time, $1.id) }
+    }
+
+    /// Answers due by `now`, in time order: their disconnects are carried out now.
+    mutating func settleAnswers(through now: Timestamp) {
+        while let first = answers.first, first.time <= now {
+            answers.removeFirst()
+            let (_, steps) = controller.answer(first.id, first.answer, app: first.app, engine: engine)
+            if !steps.isEmpty { execute(steps, at: now, usage: engine.residentBytes) }
         }
     }
 

@@ -42,6 +42,8 @@ public struct Replayer {
     /// Decide only at `decide` lines and wake-ups (an exported trace: the daemon's passes).
     let explicitDecisions: Bool
     var acks: [String: AckProfile] = [:]
+    /// Answers to reclaim notices the ack profiles say will come, by time.
+    var answers: [(time: Timestamp, id: UInt64, app: AppID, answer: ReclaimGrace.Answer)] = []
     /// Sessions a cap discarded, by scene name, to reopen cold if the trace uses them again.
     var capDiscarded: Set<String> = []
 
@@ -75,6 +77,7 @@ public struct Replayer {
         controller = ReclaimController(policy: ReclaimPolicy(configuration: reclaim, order: settings.order),
                                        gauge: PressureGauge(watermarks: settings.reclaim.watermarks, hold: settings.hold),
                                        gaugeIsSource: settings.gaugeIsSource)
+        if let grace = settings.grace { controller.grace.configuration = grace }
         realAppNames = trace.settings != nil
         explicitDecisions = trace.settings?.explicitDecisions == true
         metrics = ReplayMetrics(policy: settings.order)
@@ -141,6 +144,11 @@ public struct Replayer {
         sample(at: finish)
         if inEpisode && !relieved { metrics.unrelievedEpisodes += 1 }
         metrics.budget = settings.budget ?? firstTraceBudget
+        let counters = controller.grace.counters
+        metrics.graceNotices = counters.notices
+        metrics.graceAcks = counters.acks
+        metrics.graceDeferrals = counters.deferrals + counters.refusedDeferrals
+        metrics.graceTimeouts = counters.timeouts
         result.metrics = metrics
     }
 

@@ -185,3 +185,84 @@ struct AppAttachTests {
     time.sleep(120)
     """#
 }
+
+/// The reclaim grace of reclaim-policy.md §3.5 with a real attached process.
+@Suite("Reclaim grace for attached apps")
+struct ReclaimGraceTests {
+    @Test("a notice before each reclaim disconnect: ack saves and disconnects at once, defer keeps the scene, silence waits for the deadline")
+    func ackDeferAndSilence() throws {
+        let workspace = try Workspace(configuration: """
+            [Lifecycle]
+            SuspendDelaySec=60s
+            [Reclaim]
+            SettleSec=100ms
+            SuspendEarly=no
+            TerminateSuspendedAtCritical=no
+            GraceCriticalSec=1s
+            [Store]
+            Durability=normal
+            """)
+        let daemon = try DaemonProcess(workspace)
+        let app = try AttachedApp(daemon, app: "com.example.grace")
+        _ = try app.events(through: "didFinishLaunching")
+        var sessions: [String] = []
+        for _ in 0..<3 {
+            let s = try app.call("RequestSceneSessionActivation")["session"]?.stringValue ?? "?"
+            _ = try app.events(through: "didBecomeActive")
+            try app.call("SetFootprint", ["session": .string(s), "footprint": .int(100 << 20)])
+            try daemon.call("Background", ["session": .string(s)])
+            let bg = try app.events(through: "didEnterBackground").last!
+            try app.call("Acknowledge", ["seq": .int(Int64(bg.seq))])
+            sessions.append(s)
+        }
+        try daemon.call("SetPressure", ["level": "critical"])
+
+        /// The next notice, skipping the events in between.
+        func nextNotice() throws -> (JSONObject, Double) {
+            let deadline = Deadline(seconds: 10)
+            while !deadline.hasPassed {
+                guard let reply = try app.nextReply(timeout: 1) else { continue }
+                if let notice = reply.parametersObject["notice"]?.objectValue { return (notice, monotonicSeconds()) }
+                #expect(reply.errorName == nil, "\(reply)")
+            }
+            throw TestFailure("no reclaim notice within 10 s")
+        }
+        func condition(_ s: String) throws -> String? {
+            try daemon.call("GetSession", ["session": .string(s)])["session"]?["condition"]?.stringValue
+        }
+
+        // 1. ack with the scene's state: disconnected at once, the state saved with it.
+        let (first, _) = try nextNotice()
+        let acked = first["session"]?.stringValue ?? "?"
+        #expect(first["action"]?.stringValue == "disconnect" && first["level"]?.stringValue == "critical")
+        #expect(try condition(acked) == "live", "nothing is disconnected before the answer")
+        let answer = try app.call("AnswerNotice", ["notice": first["id"]!, "restoration": ["json": ["saved": true]]])
+        #expect(answer["disconnected"]?.boolValue == true)
+        #expect(try condition(acked) == "archived")
+        let session = try daemon.call("GetSession", ["session": .string(acked)])
+        #expect(session["session"]?["restoration"]?["json"]?["saved"]?.boolValue == true)
+
+        // 2. defer: the scene stays, and another is noticed at once instead.
+        let (second, _) = try nextNotice()
+        let deferred = second["session"]?.stringValue ?? "?"
+        #expect(deferred != acked)
+        let kept = try app.call("AnswerNotice", ["notice": second["id"]!, "defer": true])
+        #expect(kept["disconnected"]?.boolValue == false)
+        #expect(try condition(deferred) == "live")
+
+        // 3. silence: disconnected at the deadline, not before.
+        let (third, noticedAt) = try nextNotice()
+        let silent = third["session"]?.stringValue ?? "?"
+        #expect(Set([acked, deferred, silent]) == Set(sessions))
+        #expect(try condition(silent) == "live")
+        let disconnected = waitUntil(seconds: 5) { (try? condition(silent)) == "archived" }
+        let waited = monotonicSeconds() - noticedAt
+        #expect(disconnected && waited > 0.8, "disconnected after \(waited) s of a 1 s grace")
+        // The deferring scene is left alone for the rest of the episode.
+        sleepMilliseconds(300)
+        #expect(try condition(deferred) == "live")
+        // A notice already settled cannot be answered again.
+        #expect(throws: (any Error).self) { try app.call("AnswerNotice", ["notice": third["id"]!]) }
+        try daemon.call("ClearPressure")
+    }
+}

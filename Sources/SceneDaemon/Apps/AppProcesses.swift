@@ -23,6 +23,33 @@ extension ManagerVarlink {
         }
     }
 
+    /// Reclaim notices, each to its app's attached process at once (they wait for no commit:
+    /// the scene they name is as committed as anything the app has seen).
+    func sendNotices(_ notices: [ReclaimGrace.Notice]) {
+        for n in notices {
+            guard let a = attachments.attachment(of: n.app), let conn = server.connections[a.connection] else { continue }
+            var w = JSONWriter()
+            w.beginObject()
+            w.key(static: "parameters")
+            w.beginObject()
+            w.key(static: "notice")
+            w.beginObject()
+            w.field("id", n.id)
+            w.field("action", static: "disconnect")
+            w.field("session", n.session)
+            w.field("level", n.step.note.level)
+            w.field("deadline", n.deadline)
+            w.field("reason", n.step.note.reason)
+            w.endObject()
+            w.endObject()
+            w.key(static: "continues")
+            w.bool(true)
+            w.endObject()
+            w.bytes.append(0)
+            server.appendOutput(conn, w.bytes)
+        }
+    }
+
     /// A backlog event to an attached process (it attached again with since).
     func sendAppEvent(_ e: LifecycleEvent, to conn: ClientConnection) {
         let deadline = attachments.delivered(e, now: manager.clock.now())

@@ -78,6 +78,26 @@ extension ManagerVarlink {
         }
     }
 
+    func answerNotice(_ c: MethodCall) throws(VarlinkError) {
+        let app = try c.p.app()
+        _ = try attachedProcess(c, app)
+        guard let id = try c.p.count("notice") else { throw .invalidParameter("notice") }
+        let deferring = c.p.bool("defer") == true
+        let restoration = try checkedRestoration(try c.p.restoration("restoration"))
+        guard let runner = daemon?.reclaim, let notice = runner.controller.grace.pending[id], notice.app == app else {
+            throw Self.appError("NotAwaiting", app, [("seq", .int(Int64(id)))], "\(app) has no reclaim notice \(id) to answer")
+        }
+        if c.p.has("restoration"), manager.engine.sessions[notice.session] != nil {
+            // Saved first: the disconnect that follows archives the session with it.
+            _ = try run(.saveState(notice.session, restoration))
+        }
+        let resolution = runner.answer(id, deferring ? .deferral : .ack, app: app)
+        var disconnected = false
+        if case .disconnect = resolution { disconnected = manager.engine.sessions[notice.session]?.condition == .archived }
+        reply(c) { w in w.field("disconnected", disconnected) }
+        server.requestPass?()
+    }
+
     func detach(_ c: MethodCall) throws(VarlinkError) {
         let app = try c.p.app()
         let attachment = try attachedProcess(c, app)

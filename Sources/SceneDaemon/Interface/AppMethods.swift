@@ -15,6 +15,7 @@ enum AppMethods {
     static let all: [ManagerMethod] = [
         ManagerMethod(name: "Attach", access: .app(ManagerMethods.appParameter), handler: ManagerVarlink.attach),
         ManagerMethod(name: "Acknowledge", access: .app(ManagerMethods.appParameter), handler: ManagerVarlink.acknowledge),
+        ManagerMethod(name: "AnswerNotice", access: .app(ManagerMethods.appParameter), handler: ManagerVarlink.answerNotice),
         ManagerMethod(name: "Detach", access: .app(ManagerMethods.appParameter), handler: ManagerVarlink.detach),
         ManagerMethod(name: "RequestSceneSessionActivation", access: .app(ManagerMethods.appParameter),
                       handler: ManagerVarlink.requestActivation),
