@@ -8,6 +8,9 @@ let package = Package(
         .executable(name: "scened", targets: ["scened"]),
         .executable(name: "scenectl", targets: ["scenectl"]),
         .library(name: "SceneCore", targets: ["SceneCore"]),
+        // UIKit-style app side of io.scened.App: ApplicationDelegate, SceneDelegate, SceneApplication.
+        .library(name: "SceneClient", targets: ["SceneClient"]),
+        .executable(name: "scene-notes", targets: ["scene-notes"]),
     ],
     targets: [
         // C libraries from Debian, reached through system-library modules.
@@ -31,6 +34,12 @@ let package = Package(
         .target(name: "SceneControl", dependencies: ["Varlink", "SystemdKit", "SceneCore", "SceneReplay", "SceneInterface", "Locking"]),
         // Service wiring.
         .target(name: "SceneDaemon", dependencies: ["SceneCore", "SceneStore", "SystemdKit", "Varlink", "SceneInterface", "Locking", "SceneReplay"]),
+
+        // The app side of io.scened.App with UIKit's delegate protocols (Foundation and the
+        // repo's Varlink client only).
+        .target(name: "SceneClient", dependencies: ["Varlink", "SceneInterface", "Locking"]),
+        // Example app: saves a counter and a note in its restoration data, restores them.
+        .executableTarget(name: "scene-notes", dependencies: ["SceneClient", "Varlink"], path: "Examples/scene-notes"),
 
         .executableTarget(name: "scened", dependencies: ["SceneDaemon"]),
         .executableTarget(name: "scenectl", dependencies: ["SceneControl"]),
@@ -69,6 +78,9 @@ let package = Package(
         .testTarget(name: "SystemTests", dependencies: []),
         // Authorization with real users (created and removed by the tests; needs root).
         .testTarget(name: "AccessControlTests", dependencies: ["Varlink", "ScenedTestSupport"]),
+        // SceneClient against the real daemon: callbacks equal the Monitor's, restoration
+        // after a disconnect, reattach after a daemon restart.
+        .testTarget(name: "SceneClientTests", dependencies: ["SceneClient", "Varlink", "Locking", "ScenedTestSupport"]),
         .testTarget(name: "SceneDaemonTests", dependencies: ["SceneDaemon", "SceneCore", "SystemdKit", "SceneReplay", "ScenedTestSupport"]),
     ]
 )

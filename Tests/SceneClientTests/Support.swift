@@ -1,0 +1,259 @@
+import Dispatch
+import Foundation
+import Locking
+import SceneClient
+import ScenedTestSupport
+import Varlink
+
+/// What the delegates saw, one line per callback ("willConnectTo s1"), and the sequence numbers
+/// of the events SceneClient handled.
+@MainActor
+final class Recorder {
+    var callbacks: [String] = []
+    var seqs: [UInt64] = []
+    var overruns: [DeadlineOverrun] = []
+    /// What willConnectTo restored, by session.
+    var restored: [String: RestorationData] = [:]
+    var reconnects: [String: Bool] = [:]
+    var sessionIDs: [String] = []
+
+    func add(_ line: String) { callbacks.append(line) }
+}
+
+/// An app delegate that records every callback; it asks for one new scene when it launches.
+@MainActor
+final class RecordingAppDelegate: ApplicationDelegate {
+    let recorder: Recorder
+    var requestSceneAtLaunch: Bool
+
+    init(_ recorder: Recorder, requestSceneAtLaunch: Bool = true) {
+        self.recorder = recorder
+        self.requestSceneAtLaunch = requestSceneAtLaunch
+    }
+
+    func application(_ application: SceneApplication, didFinishLaunchingWithOptions launchOptions: LaunchOptions?) async -> Bool {
+        recorder.add("didFinishLaunching")
+        if requestSceneAtLaunch {
+            if let id = try? await application.requestSceneSessionActivation(role: .windowApplication, configuration: "Main",
+                                                                              userInfo: ["document": "a"]) {
+                recorder.sessionIDs.append(id)
+            }
+        }
+        return true
+    }
+
+    func application(_ application: SceneApplication, configurationForConnecting connectingSceneSession: SceneSession,
+                     options: SceneConnectionOptions) async -> SceneConfiguration {
+        recorder.add("configurationForConnecting \(connectingSceneSession.persistentIdentifier)")
+        return SceneConfiguration(name: connectingSceneSession.configuration, role: connectingSceneSession.role)
+    }
+
+    func application(_ application: SceneApplication, didDiscardSceneSessions sceneSessions: Set<SceneSession>) async {
+        recorder.add("didDiscardSceneSessions \(sceneSessions.map(\.persistentIdentifier).sorted().joined(separator: ","))")
+    }
+
+    func applicationDidReceiveMemoryWarning(_ application: SceneApplication) async { recorder.add("didReceiveMemoryWarning") }
+
+    func applicationWillTerminate(_ application: SceneApplication) async { recorder.add("willTerminate") }
+
+    func application(_ application: SceneApplication, didOverrunDeadline overrun: DeadlineOverrun) async {
+        recorder.overruns.append(overrun)
+    }
+}
+
+/// A scene delegate with a counter it saves in its restoration data and restores from it.
+@MainActor
+final class RecordingSceneDelegate: SceneDelegate {
+    let recorder: Recorder
+    var counter = 0
+    /// Suspends each callback a little, so that events queue up behind a slow handler.
+    let delay: Duration?
+
+    init(_ recorder: Recorder, delay: Duration? = nil) {
+        self.recorder = recorder
+        self.delay = delay
+    }
+
+    private func note(_ name: String, _ scene: Scene) async {
+        recorder.add("\(name) \(scene.session.persistentIdentifier)")
+        if let delay { try? await Task.sleep(for: delay) }
+    }
+
+    func scene(_ scene: Scene, willConnectTo session: SceneSession, options connectionOptions: SceneConnectionOptions) async {
+        if let data = session.stateRestorationActivity {
+            recorder.restored[session.persistentIdentifier] = data
+            if case .json(let object) = data, let saved = object["counter"]?.intValue { counter = Int(saved) }
+        }
+        recorder.reconnects[session.persistentIdentifier] = connectionOptions.isReconnect
+        await note("willConnectTo", scene)
+    }
+    func sceneWillEnterForeground(_ scene: Scene) async { await note("willEnterForeground", scene) }
+    func sceneDidBecomeActive(_ scene: Scene) async {
+        counter += 1
+        await note("didBecomeActive", scene)
+    }
+    func sceneWillResignActive(_ scene: Scene) async { await note("willResignActive", scene) }
+    func sceneDidEnterBackground(_ scene: Scene) async { await note("didEnterBackground", scene) }
+    func sceneDidDisconnect(_ scene: Scene) async { await note("didDisconnect", scene) }
+    func stateRestorationActivity(for scene: Scene) async -> RestorationData? {
+        recorder.add("stateRestorationActivity \(scene.session.persistentIdentifier)")
+        return .json(["counter": .int(Int64(counter)), "session": .string(scene.session.persistentIdentifier)])
+    }
+}
+
+/// The callbacks SceneClient owes for a Monitor event, in the Recorder's notation.
+func expectedCallbacks(_ event: JSONValue) -> [String] {
+    let session = event["session"]?.stringValue ?? ""
+    switch event["event"]?.stringValue ?? "" {
+    case "didFinishLaunching": return ["didFinishLaunching"]
+    case "configurationForConnecting": return ["configurationForConnecting \(session)"]
+    case "willConnectTo", "willEnterForeground", "didBecomeActive", "willResignActive", "didDisconnect":
+        return ["\(event["event"]!.stringValue!) \(session)"]
+    case "didEnterBackground": return ["didEnterBackground \(session)", "stateRestorationActivity \(session)"]
+    case "didDiscardSceneSessions":
+        return ["didDiscardSceneSessions " + (event["sessions"]?.arrayValue ?? []).compactMap(\.stringValue).sorted().joined(separator: ",")]
+    case "didReceiveMemoryWarning": return ["didReceiveMemoryWarning"]
+    case "willTerminate": return ["willTerminate"]
+    default: return []
+    }
+}
+
+/// A value handed to one other thread and used only there from then on.
+final class UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// A Monitor subscription read on its own thread.
+final class MonitorFeed: @unchecked Sendable {
+    private let events = Locked<[JSONValue]>([])
+    private let stopped = Locked(false)
+    private let confirmed = Locked(false)
+    private let failure = Locked<String?>(nil)
+
+    init(socketPath: String, app: String, since: UInt64? = nil) throws {
+        let client = UncheckedBox(try VarlinkClient(path: socketPath, timeout: .milliseconds(100)))
+        var parameters: JSONObject = ["app": .string(app)]
+        if let since { parameters["since"] = .int(Int64(since)) }
+        try client.value.sendRaw(VarlinkCall(method: "io.scened.Manager.Monitor", parameters: parameters, more: true).encoded())
+        let thread = Thread { [self] in
+            while !stopped.withLock({ $0 }) {
+                do {
+                    let reply = try VarlinkReply(from: try client.value.receiveMessage())
+                    if let error = reply.error { failure.withLock { $0 = "Monitor failed: \(error)" }; return }
+                    if let event = reply.parameters["event"] {
+                        events.withLock { $0.append(event) }
+                    } else {
+                        confirmed.withLock { $0 = true }
+                    }
+                } catch VarlinkClientError.timedOut {
+                    continue
+                } catch {
+                    failure.withLock { $0 = "Monitor ended: \(error)" }
+                    return
+                }
+            }
+            client.value.close()
+        }
+        thread.start()
+        guard waitUntil(seconds: 10, { confirmed.withLock { $0 } }) else {
+            stop()
+            throw TestFailure("Monitor did not confirm its subscription within 10 s")
+        }
+    }
+
+    var all: [JSONValue] { events.withLock { $0 } }
+    var error: String? { failure.withLock { $0 } }
+
+    func stop() { stopped.withLock { $0 = true } }
+    deinit { stop() }
+
+    /// Waits until an event satisfies `condition`; the events up to it.
+    func wait(seconds: Double = 10, _ what: String, for condition: (JSONValue) -> Bool) throws -> [JSONValue] {
+        var found: [JSONValue]?
+        _ = waitUntil(seconds: seconds) {
+            let now = all
+            if let i = now.firstIndex(where: condition) { found = Array(now[...i]) }
+            return found != nil
+        }
+        guard let found else { throw TestFailure("no \(what) on the Monitor within \(seconds) s; saw \(all.map(describe)); \(error ?? "")") }
+        return found
+    }
+}
+
+func describe(_ e: JSONValue) -> String {
+    "#\(e["seq"]?.intValue ?? -1) \(e["event"]?.stringValue ?? "?") \(e["session"]?.stringValue ?? "")"
+}
+
+/// A blocking Manager call, off the main actor (whose callbacks it would otherwise hold up).
+@discardableResult
+func manager(_ socketPath: String, _ method: String, _ parameters: JSONObject = [:]) async throws -> JSONObject {
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<JSONObject, any Error>) in
+        DispatchQueue.global().async {
+            do {
+                let client = try VarlinkClient(path: socketPath, timeout: .seconds(20))
+                continuation.resume(returning: try client.call("io.scened.Manager." + method, parameters))
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        }
+    }
+}
+
+/// Polls `condition` on the main actor every 10 ms for up to `seconds`.
+@MainActor
+func eventually(_ what: String, seconds: Double = 10, _ condition: @MainActor () -> Bool) async throws {
+    let deadline = Deadline(seconds: seconds)
+    while !condition() {
+        if deadline.hasPassed { throw TestFailure("timed out after \(seconds) s waiting for \(what)") }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
+
+struct RunError: Error, Sendable, CustomStringConvertible {
+    let text: String
+    var description: String { text }
+}
+
+/// A SceneApplication running in a task, with its recorder.
+@MainActor
+final class RunningApp {
+    let application: SceneApplication
+    let recorder = Recorder()
+    let task: Task<Result<SceneApplicationEnding, RunError>, Never>
+    let logLines = Locked<[String]>([])
+
+    init(app: String, socketPath: String, requestSceneAtLaunch: Bool = true, sceneDelay: Duration? = nil) {
+        let lines = logLines
+        let recorder = recorder
+        application = SceneApplication(app: app, options: .init(
+            socketPath: socketPath, connectTimeout: .seconds(10), reattachTimeout: .seconds(30), requestTimeout: .seconds(10),
+            onEvent: { event in recorder.seqs.append(event.seq) },
+            log: { line in lines.withLock { $0.append(line) } }))
+        let application = application
+        let delegate = RecordingAppDelegate(recorder, requestSceneAtLaunch: requestSceneAtLaunch)
+        task = Task { @MainActor in
+            do {
+                return .success(try await application.run(delegate: delegate) { _ in RecordingSceneDelegate(recorder, delay: sceneDelay) })
+            } catch {
+                return .failure(RunError(text: "\(error)"))
+            }
+        }
+    }
+
+    /// Waits for run() to return, at most `seconds`.
+    func ending(seconds: Double = 10) async throws -> SceneApplicationEnding {
+        let deadline = Deadline(seconds: seconds)
+        let box = Locked<Result<SceneApplicationEnding, RunError>?>(nil)
+        let task = task
+        Task {
+            let result = await task.value
+            box.withLock { $0 = result }
+        }
+        while box.withLock({ $0 }) == nil {
+            if deadline.hasPassed { throw TestFailure("run() did not return within \(seconds) s; log: \(logLines.withLock { $0 })") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return try box.withLock { $0! }.get()
+    }
+}
