@@ -75,6 +75,8 @@ struct AttachState: Sendable {
 enum Inbound: Sendable {
     case attached(generation: Int, nextSeq: UInt64, reattach: Bool)
     case event(AppEvent)
+    /// A reclaim notice (the grace before a memory-pressure disconnect).
+    case notice(ReclaimNotice)
     case ended(SceneApplicationEnding)
     case failed(SceneClientError)
 }
@@ -223,6 +225,8 @@ final class AttachReader: @unchecked Sendable {
                     return true
                 }
                 if fresh { continuation.yield(.event(event)) }
+            } else if let object = reply.parameters["notice"]?.objectValue, let notice = ReclaimNotice(object) {
+                continuation.yield(.notice(notice))
             }
             if !reply.continues {
                 // The Attach ended without an error: after Detach.

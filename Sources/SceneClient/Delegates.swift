@@ -52,6 +52,11 @@ public protocol SceneDelegate: AnyObject {
     /// stateRestorationActivity(for:)). It goes to scened in the didEnterBackground answer and
     /// comes back in a later willConnectTo; nil keeps what was saved before.
     func stateRestorationActivity(for scene: Scene) async -> RestorationData?
+    /// Memory pressure is about to disconnect the scene (not UIKit: scened's reclaim grace).
+    /// Return true to keep it for now, in the middle of something (once per pressure episode;
+    /// another scene is taken instead). Otherwise stateRestorationActivity(for:) is asked and
+    /// the scene is disconnected at once with what it returns.
+    func sceneShouldDeferDisconnect(_ scene: Scene, notice: ReclaimNotice) async -> Bool
 }
 
 extension SceneDelegate {
@@ -62,6 +67,7 @@ extension SceneDelegate {
     public func sceneDidEnterBackground(_ scene: Scene) async {}
     public func sceneDidDisconnect(_ scene: Scene) async {}
     public func stateRestorationActivity(for scene: Scene) async -> RestorationData? { nil }
+    public func sceneShouldDeferDisconnect(_ scene: Scene, notice: ReclaimNotice) async -> Bool { false }
 }
 
 /// UIScene: one connected scene instance of a session. A reconnection makes a new Scene.

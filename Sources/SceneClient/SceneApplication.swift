@@ -121,6 +121,8 @@ public final class SceneApplication {
                     // terminated: the process is over for scened; end the attachment.
                     await detachQuietly()
                 }
+            case .notice(let notice):
+                await answer(notice)
             case .ended(let how):
                 let result = ending ?? how
                 ending = nil
@@ -356,6 +358,26 @@ public final class SceneApplication {
     }
 
     // MARK: Answers
+
+    /// A reclaim notice: defer if the scene asks to, otherwise save and let it go now. In order
+    /// with the events, like a callback.
+    private func answer(_ notice: ReclaimNotice) async {
+        var p = base
+        p["notice"] = .int(notice.id)
+        if let scene = scenesBySession[notice.session] {
+            if await scene.delegate.sceneShouldDeferDisconnect(scene, notice: notice) {
+                p["defer"] = true
+            } else if let restoration = await scene.delegate.stateRestorationActivity(for: scene) {
+                p["restoration"] = restoration.wire
+            }
+        }
+        do {
+            _ = try await call("AnswerNotice", p)
+        } catch {
+            // Settled already (its deadline passed) or scened went away: it decides without us.
+            log("answering reclaim notice \(notice.id) for \(notice.session) failed: \(error)")
+        }
+    }
 
     private nonisolated static func wallMicroseconds() -> Int64 {
         Int64((Date().timeIntervalSince1970 * 1_000_000).rounded())

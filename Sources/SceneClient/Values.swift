@@ -235,3 +235,24 @@ public enum SceneSocket {
         return candidates.first(where: { access($0, F_OK) == 0 }) ?? candidates[0]
     }
 }
+
+/// Memory pressure is about to disconnect one of the app's scenes (reclaim-policy.md §3.5): the
+/// app saves its state and answers before `deadline`, or defers once per pressure episode.
+public struct ReclaimNotice: Sendable, Equatable {
+    public var id: Int64
+    public var session: String
+    /// warning or critical.
+    public var level: String
+    /// Microseconds since the Unix epoch.
+    public var deadline: Int64
+    public var reason: String
+
+    init?(_ object: JSONObject) {
+        guard let id = object["id"]?.intValue, let session = object["session"]?.stringValue else { return nil }
+        self.id = id
+        self.session = session
+        level = object["level"]?.stringValue ?? ""
+        deadline = object["deadline"]?.intValue ?? 0
+        reason = object["reason"]?.stringValue ?? ""
+    }
+}

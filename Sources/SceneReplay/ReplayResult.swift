@@ -17,6 +17,10 @@ public struct DecisionRecord {
     /// The engine and the policy as they were when `decide` was called.
     public var engineBefore: LifecycleEngine
     public var policyBefore: ReclaimPolicy
+    /// The reclaim grace before the decision (notices out, deferred scenes), and the bytes of
+    /// the scenes with a notice out after it (held back, about to go).
+    public var graceBefore: ReclaimGrace
+    public var pendingBytesAfter: UInt64
 }
 
 /// One point of the usage line, and one marked action, for the chart.

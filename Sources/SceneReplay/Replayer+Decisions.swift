@@ -6,8 +6,11 @@ extension Replayer {
         inputObserver?(.evaluate(budget: currentBudget), now)
         var effects: [Effect] = []
         _ = try? engine.handle(.tick, now: now, effects: &effects)
+        // Answers to reclaim notices due by now are carried out before the controller looks.
+        settleAnswers(through: now)
         sample(at: now)
         let usage = engine.residentBytes
+        let graceBefore = observer == nil ? nil : controller.grace
         let budget = currentBudget
         let engineBefore = observer == nil ? nil : engine
         let policyBefore = observer == nil ? nil : controller.policy
@@ -23,7 +26,6 @@ extension Replayer {
         } else {
             nextUse = nil
         }
-        settleAnswers(through: now)
         let profiles = acks
         let scenes = sceneOf
         let takesNotice: ((SessionID, AppID) -> Bool)? = settings.grace == nil || profiles.isEmpty ? nil : { id, _ in
@@ -63,7 +65,9 @@ extension Replayer {
         if let observer, let engineBefore, let policyBefore {
             observer(DecisionRecord(time: now, level: level, external: outcome.external, usageBefore: usage,
                                     usageAfter: engine.residentBytes, budget: budget, lowTarget: lowTarget,
-                                    plan: plan, engineBefore: engineBefore, policyBefore: policyBefore))
+                                    plan: plan, engineBefore: engineBefore, policyBefore: policyBefore,
+                                    graceBefore: graceBefore ?? controller.grace,
+                                    pendingBytesAfter: controller.grace.pendingBytes(engine)))
         }
     }
 

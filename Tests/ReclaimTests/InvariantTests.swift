@@ -113,15 +113,20 @@ extension SeededRandom: RandomNumberGenerator {}
         // cut by the victim limit, in which case the next batch is one settle time away.
         guard r.level > .normal, !r.external, r.usageBefore > r.lowTarget else { return }
         if let last = r.policyBefore.lastBatchAt, r.time < last + c.settle { return }
-        let need = r.usageBefore - r.lowTarget
+        // Scenes with a reclaim notice out are as good as gone, and deferred ones are not to be
+        // taken: the grace (§3.5) holds disconnects back until the answer or the deadline.
+        let going = r.graceBefore.pendingBytes(engine)
+        guard r.usageBefore > r.lowTarget + going else { return }
+        let need = r.usageBefore - going - r.lowTarget
         var reclaimable: UInt64 = 0
-        for s in engine.sessions.values where s.condition == .live && s.sceneState == .background && !s.isProtected {
+        for s in engine.sessions.values where s.condition == .live && s.sceneState == .background && !s.isProtected
+            && !r.graceBefore.isExcluded(s.id) {
             if r.level == .critical || r.time - s.backgroundSince >= c.aging * 16 { reclaimable += s.footprint }
         }
         guard reclaimable >= need else { return }
         if victims >= c.maxVictimsPerBatch {
             if r.plan.nextDecision != r.time + c.settle { fail("rate-limited batch without a decision one settle time later") }
-        } else if r.usageAfter > r.lowTarget {
+        } else if r.usageAfter - min(r.usageAfter, r.pendingBytesAfter) > r.lowTarget {
             fail("\(reclaimable) reclaimable for a need of \(need), yet usage \(r.usageAfter) > low target \(r.lowTarget)")
         }
     }

@@ -112,6 +112,43 @@ struct SceneClientTests {
         try daemon.stop()
     }
 
+    @Test("a reclaim notice asks stateRestorationActivity and lets the scene go at once, with that state", .timeLimit(.minutes(1)))
+    func reclaimNoticeSavesAndReleases() async throws {
+        let workspace = try Workspace(configuration: """
+            [Lifecycle]
+            SuspendDelaySec=60s
+            [Reclaim]
+            SettleSec=100ms
+            SuspendEarly=no
+            TerminateSuspendedAtCritical=no
+            GraceCriticalSec=5s
+            [Store]
+            Durability=normal
+            """)
+        let daemon = try DaemonProcess(workspace)
+        let socket = workspace.socketPath
+        let app = "org.example.reclaimed"
+        let running = RunningApp(app: app, socketPath: socket)
+        try await eventually("s1 active") { running.recorder.callbacks.contains("didBecomeActive s1") }
+        try await running.application.setFootprint(100 << 20, for: SceneSession(persistentIdentifier: "s1"))
+        try await manager(socket, "Background", ["session": "s1"])
+        try await eventually("state saved") { running.recorder.callbacks.contains("stateRestorationActivity s1") }
+        let start = ContinuousClock.now
+        try await manager(socket, "SetPressure", ["level": "critical"])
+        try await eventually("reclaimed") { running.recorder.callbacks.contains("didDisconnect s1") }
+        let waited = ContinuousClock.now - start
+        #expect(waited < .seconds(4), "released by the answer, not by the 5 s deadline: \(waited)")
+        #expect(running.recorder.callbacks.filter { $0 == "stateRestorationActivity s1" }.count == 2,
+                "asked again for the notice: \(running.recorder.callbacks)")
+        let stored = try await manager(socket, "GetSession", ["session": "s1"])
+        #expect(stored["session"]?["condition"]?.stringValue == "archived")
+        #expect(stored["session"]?["restoration"]?["json"]?["session"]?.stringValue == "s1")
+        try await manager(socket, "ClearPressure")
+        try await running.application.detach()
+        _ = try await running.ending()
+        try daemon.stop()
+    }
+
     @Test("after scened restarts (SIGTERM, then kill -9) the app reattaches: nothing lost, nothing repeated",
           .timeLimit(.minutes(1)))
     func reattachAfterRestart() async throws {
