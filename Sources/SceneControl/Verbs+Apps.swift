@@ -12,7 +12,8 @@ extension Verb {
 
     static func appTable(_ apps: [JSONObject]) -> Table {
         var table = Table([.init("APP"), .init("PROCESS"), .init("STATE"), .init("SESSIONS", right: true),
-                           .init("LIVE", right: true), .init("TASKS", right: true), .init("FOOTPRINT", right: true)],
+                           .init("LIVE", right: true), .init("TASKS", right: true), .init("FOOTPRINT", right: true),
+                           .init("ATTACHED", right: true)],
                           footer: Table.count(apps.count, "app", "apps"))
         for app in apps {
             let footprint = (app.integer("baseFootprint") ?? 0) + (app.integer("sceneFootprint") ?? 0)
@@ -22,6 +23,7 @@ extension Verb {
                 app.text("id") ?? "?", app.text("process") ?? "?", running ? app.text("state") ?? "?" : "-",
                 String(app.integer("sessions") ?? 0), String(app.integer("liveSessions") ?? 0),
                 String(app.objects("tasks").count), ByteSize.format(footprint),
+                app.integer("attachedPid").map { "pid \($0)" } ?? "-",
             ])
         }
         return table
@@ -46,6 +48,8 @@ extension Verb {
             processLine += (process == "running" ? " since " : ", launched ") + time.timestampWithRelative(launched, now: now)
         }
         block.add("Process", processLine)
+        // The process that lives the callbacks, when the app attached one (io.scened.App).
+        block.add("Attached", app.integer("attachedPid").map { "pid \($0)" } ?? "no process attached")
         if let suspends = app.integer("suspendsAt") { block.add("Suspends", time.timestampWithRelative(suspends, now: now)) }
         block.add("State", process == "notRunning" ? "- (not running)" : app.text("state") ?? "?")
         block.add("Launches", String(int("launches")))

@@ -54,6 +54,11 @@ extension Verb {
         }
         if let e = p.object("episode") { block.add("Episode", episodeText(e, time: time, now: now)) }
         if let e = p.object("lastEpisode") { block.add("Last episode", episodeText(e, time: time, now: now)) }
+        if let g = p.object("grace"), (g.integer("notices") ?? 0) > 0 {
+            // The reclaim grace of attached apps (reclaim-policy.md §3.5).
+            let n = { (k: String) in g.integer(k) ?? 0 }
+            block.add("Grace", "\(Format.count(Int(n("notices")), "notice")): \(n("acks")) acked, \(n("deferrals")) deferred, \(n("timeouts")) timed out; \(n("pending")) pending")
+        }
         return block.render()
     }
 

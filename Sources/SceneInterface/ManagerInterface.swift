@@ -130,7 +130,9 @@ type App (
   # Memory the process holds apart from its scenes.
   baseFootprint: int,
   # Sum of the footprints of its live sessions.
-  sceneFootprint: int
+  sceneFootprint: int,
+  # The process attached as the app through io.scened.App, if one is.
+  attachedPid: ?int
 )
 
 # What the reclaim policy recorded with an action.
@@ -168,7 +170,8 @@ type Event (
   # backgroundTaskWillExpire: the task.
   task: ?string,
   taskName: ?string,
-  # terminated: requested, backgroundTaskExpired or memoryPressure.
+  # terminated: requested, backgroundTaskExpired, memoryPressure, exited (an attached process
+  # went away without detaching) or hung (it missed a deadline).
   reason: ?string,
   reclaim: ?ReclaimNote
 )
@@ -242,8 +245,13 @@ type Pressure (
   override: ?string,
   overrideUntil: ?int,
   episode: ?PressureEpisode,
-  lastEpisode: ?PressureEpisode
+  lastEpisode: ?PressureEpisode,
+  # The reclaim grace of attached apps since start: notices out now, given, answered ack,
+  # deferred, left to their deadline.
+  grace: GraceCounters
 )
+
+type GraceCounters (pending: int, notices: int, acks: int, deferrals: int, timeouts: int)
 
 # Launches an app (didFinishLaunching, then any pending didDiscardSceneSessions).
 method Launch(app: string) -> (events: []Event)

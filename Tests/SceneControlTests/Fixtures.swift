@@ -30,7 +30,7 @@ enum Fixtures {
                 ["token": "t3", "app": "com.example.mail", "session": "s2", "name": "upload",
                  "beganAt": .int(now - 10_000_000), "expiresAt": .int(now + 25_000_000)],
             ],
-            "launches": 1, "launchedAt": .int(now - 7_200_000_000), "baseFootprint": 20_971_520,
+            "launches": 1, "launchedAt": .int(now - 7_200_000_000), "attachedPid": 4242, "baseFootprint": 20_971_520,
             "sceneFootprint": 104_857_600,
         ],
         [

@@ -135,9 +135,9 @@ import Varlink
     @Test func appsTableAndShowApp() {
         let result = ctl(["apps"], replies: ["ListApps": [.success(Fixtures.apps)]])
         #expect(result.out == """
-            APP               PROCESS    STATE  SESSIONS LIVE TASKS FOOTPRINT
-            com.example.mail  running    active        3    2     1    120.0M
-            org.example.notes notRunning -             1    0     0        0B
+            APP               PROCESS    STATE  SESSIONS LIVE TASKS FOOTPRINT ATTACHED
+            com.example.mail  running    active        3    2     1    120.0M pid 4242
+            org.example.notes notRunning -             1    0     0        0B        -
 
             2 apps listed.
 
@@ -147,6 +147,7 @@ import Varlink
         #expect(shown.out == """
             ● com.example.mail
                  Process: running since Fri 2024-11-29 14:40:01 UTC; 2h 0min ago
+                Attached: pid 4242
                    State: active
                 Launches: 1
                 Sessions: 3 (2 live)
@@ -159,6 +160,7 @@ import Varlink
         let stopped = ctl(["show-app", "org.example.notes"], replies: ["GetApp": [.success(["app": .object(notes)])]])
         #expect(stopped.out.hasPrefix("○ org.example.notes\n            Process: notRunning\n"))
         #expect(stopped.out.contains("State: - (not running)\n"))
+        #expect(stopped.out.contains("Attached: no process attached\n"))
         #expect(stopped.out.contains("Pending discards: s9\n"))
         #expect(stopped.out.contains("Tasks: none\n"))
     }

@@ -21,7 +21,9 @@ extension ManagerVarlink {
         reply(c) { w in
             w.key("apps")
             w.beginArray()
-            for id in engine.apps.keys.sorted() { w.app(engine.apps[id]!, engine: engine) }
+            for id in engine.apps.keys.sorted() {
+                w.app(engine.apps[id]!, engine: engine, attachedPid: self.attachments.attachment(of: id)?.pid)
+            }
             w.endArray()
         }
     }

@@ -82,6 +82,15 @@ extension ManagerVarlink {
         }
         if let e = policy.episode { w.key("episode"); writeEpisode(&w, e) }
         if let e = policy.lastEpisode { w.key("lastEpisode"); writeEpisode(&w, e) }
+        let grace = monitor.controller.grace
+        w.key("grace")
+        w.beginObject()
+        w.field("pending", UInt64(grace.pending.count))
+        w.field("notices", UInt64(grace.counters.notices))
+        w.field("acks", UInt64(grace.counters.acks))
+        w.field("deferrals", UInt64(grace.counters.deferrals + grace.counters.refusedDeferrals))
+        w.field("timeouts", UInt64(grace.counters.timeouts))
+        w.endObject()
         w.endObject()
     }
 

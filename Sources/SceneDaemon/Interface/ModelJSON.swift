@@ -76,7 +76,8 @@ extension JSONWriter {
         endObject()
     }
 
-    mutating func app(_ a: AppRecord, engine: LifecycleEngine) {
+    /// `attachedPid`: the process attached as the app through io.scened.App, if any.
+    mutating func app(_ a: AppRecord, engine: LifecycleEngine, attachedPid: Int32? = nil) {
         beginObject()
         field("id", a.id)
         field("process", static: a.process.staticName)
@@ -99,6 +100,7 @@ extension JSONWriter {
         if let at = engine.suspensionTime(of: a) { field("suspendsAt", at) }
         field("baseFootprint", a.baseFootprint)
         field("sceneFootprint", engine.sceneFootprint(of: a))
+        if let pid = attachedPid { field("attachedPid", Int64(pid)) }
         endObject()
     }
 
