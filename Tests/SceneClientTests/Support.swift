@@ -76,7 +76,7 @@ final class RecordingSceneDelegate: SceneDelegate {
 
     private func note(_ name: String, _ scene: Scene) async {
         recorder.add("\(name) \(scene.session.persistentIdentifier)")
-        if let delay { try? await Task.sleep(for: delay) }
+        if let delay { await mainSleep(delay) }
     }
 
     func scene(_ scene: Scene, willConnectTo session: SceneSession, options connectionOptions: SceneConnectionOptions) async {
@@ -189,7 +189,7 @@ func describe(_ e: JSONValue) -> String {
 @discardableResult
 func manager(_ socketPath: String, _ method: String, _ parameters: JSONObject = [:]) async throws -> JSONObject {
     try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<JSONObject, any Error>) in
-        DispatchQueue.global().async {
+        managerCalls.async {
             do {
                 let client = try VarlinkClient(path: socketPath, timeout: .seconds(20))
                 continuation.resume(returning: try client.call("io.scened.Manager." + method, parameters))
@@ -200,13 +200,29 @@ func manager(_ socketPath: String, _ method: String, _ parameters: JSONObject = 
     }
 }
 
+/// A queue of its own: the global queues' threads (which also run the cooperative pool, two on
+/// this machine) can all be held by other suites' blocking tests for minutes.
+let managerCalls = DispatchQueue(label: "scene-client-tests.manager")
+
+/// Sleeps on the main queue's timer, not Task.sleep: its wake-up goes through a global queue,
+/// which the blocking tests of other suites running in parallel can keep busy for minutes (the
+/// deadlines here then pass with nothing having been given a chance to run).
+@MainActor
+func mainSleep(_ duration: Duration) async {
+    let (seconds, attoseconds) = duration.components
+    let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        DispatchQueue.main.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { continuation.resume() }
+    }
+}
+
 /// Polls `condition` on the main actor every 10 ms for up to `seconds`.
 @MainActor
 func eventually(_ what: String, seconds: Double = 10, _ condition: @MainActor () -> Bool) async throws {
     let deadline = Deadline(seconds: seconds)
     while !condition() {
         if deadline.hasPassed { throw TestFailure("timed out after \(seconds) s waiting for \(what)") }
-        try await Task.sleep(for: .milliseconds(10))
+        await mainSleep(.milliseconds(10))
     }
 }
 
@@ -252,7 +268,7 @@ final class RunningApp {
         }
         while box.withLock({ $0 }) == nil {
             if deadline.hasPassed { throw TestFailure("run() did not return within \(seconds) s; log: \(logLines.withLock { $0 })") }
-            try await Task.sleep(for: .milliseconds(10))
+            await mainSleep(.milliseconds(10))
         }
         return try box.withLock { $0! }.get()
     }
