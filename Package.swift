@@ -46,7 +46,7 @@ let package = Package(
 
         // Benchmarks: release-built executables that print figures and conditions; never tests.
         .executableTarget(name: "scenecore-bench", dependencies: ["SceneCore"]),
-        .executableTarget(name: "scened-bench", dependencies: ["Varlink", "Locking"]),
+        .executableTarget(name: "scened-bench", dependencies: ["Varlink", "Locking", "SystemdKit"]),
 
         // Trace replay of the reclaim policy against baselines on a virtual clock (§3.7).
         .target(name: "SceneReplay", dependencies: ["SceneCore", "Varlink"]),

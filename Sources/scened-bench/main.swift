@@ -1,7 +1,8 @@
 // Measures scened over its socket: transitions per second (pipelined, 1 and 8 connections),
 // round trips, listing, memory, durability costs, start-up time, and what abusive clients cost
-// others (fairness, hostile). Release build:
-//   swift build -c release && .build/release/scened-bench [daemon|durable|startup|logging|fairness|hostile|all]
+// others (fairness, hostile), and a thousand attached apps' delivery latency and acknowledged
+// transitions (apps). Release build:
+//   swift build -c release && .build/release/scened-bench [daemon|durable|startup|logging|fairness|hostile|apps|all]
 // Figures depend on the machine and its load: compare the lines of one run with each other.
 import Glibc
 import Varlink
@@ -11,6 +12,10 @@ let mode = arguments.first ?? "all"
 func option(_ name: String, _ fallback: Int) -> Int {
     guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count, let v = Int(arguments[i + 1]) else { return fallback }
     return v
+}
+func stringOption(_ name: String, _ fallback: String) -> String {
+    guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count else { return fallback }
+    return arguments[i + 1]
 }
 let seconds = Double(option("--seconds", 3))
 let sessionCount = option("--sessions", 100_000)
@@ -248,6 +253,7 @@ do {
     case "logging": try loggingFigures()
     case "fairness": try fairnessFigures()
     case "hostile": try hostileFigures()
+    case "apps": try appFigures()
     case "all":
         try daemonFigures()
         try durableFigures()
@@ -255,8 +261,9 @@ do {
         try loggingFigures()
         try fairnessFigures()
         try hostileFigures()
+        try appFigures()
     default:
-        say("usage: scened-bench [daemon|durable|startup|logging|fairness|hostile|all] [--seconds S] [--sessions N] [--startup-sessions N]")
+        say("usage: scened-bench [daemon|durable|startup|logging|fairness|hostile|apps|all] [--seconds S] [--sessions N] [--startup-sessions N] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full]")
         exit(2)
     }
 } catch {

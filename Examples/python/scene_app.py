@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""A scened app in Python, on the PyPI `varlink` package (io.scened.App).
+
+It attaches as its app (Attach with more: one reply per callback, in commit order), prints
+every callback, keeps a little state per scene (how often it came to the foreground and a
+note), answers didEnterBackground with that state as its restoration data (what UIKit asks
+stateRestorationActivity(for:) for), and restores the state from willConnectTo's restoration.
+
+On start it brings back its first archived session if it has one (the one a previous run left
+when it quit or was killed), else asks for a new scene. Ctrl-C (or SIGTERM) detaches.
+
+    python3 Examples/python/scene_app.py [--socket PATH] [--app ID] [--note TEXT] [--no-scene]
+
+The socket is found like scenectl finds it: --socket, $SCENED_SOCKET, else the first that
+exists of $XDG_RUNTIME_DIR/scened/io.scened.Manager, /run/scened/io.scened.Manager and
+/tmp/scened-UID/io.scened.Manager. Output is one line per callback, e.g.
+
+    attached com.example.pynotes pid 4242 next event 1
+    1 didFinishLaunching
+    2 configurationForConnecting s1 windowApplication
+    3 willConnectTo s1 new scene
+    ...
+    7 didEnterBackground s1 answered, saved {"foregrounds": 1, "note": "hello"}
+    ...
+    13 willConnectTo s1 restored {"foregrounds": 1, "note": "hello"}
+"""
+
+import argparse
+import json
+import os
+import signal
+import sys
+
+import varlink
+
+INTERFACE = "io.scened.App"
+
+
+def socket_path(given):
+    if given:
+        return given
+    if os.environ.get("SCENED_SOCKET"):
+        return os.environ["SCENED_SOCKET"]
+    candidates = []
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        candidates.append(os.path.join(os.environ["XDG_RUNTIME_DIR"], "scened", "io.scened.Manager"))
+    candidates += ["/run/scened/io.scened.Manager", "/tmp/scened-%d/io.scened.Manager" % os.getuid()]
+    for path in candidates:
+        if os.path.exists(path):
+            return path
+    sys.exit("scene_app: no scened socket at %s; is scened running? (--socket names another)"
+             % ", ".join(candidates))
+
+
+def say(text):
+    print(text, flush=True)
+
+
+class SceneApp:
+    def __init__(self, client, app, note):
+        self.app = app
+        self.note = note
+        # A Varlink connection serves one streaming call at a time: Attach holds one, the
+        # answers and requests go over a second.
+        self.stream = client.open(INTERFACE)
+        self.calls = client.open(INTERFACE)
+        self.manager = client.open("io.scened.Manager")
+        # Per session: the state this app would lose if its scene went away.
+        self.state = {}
+
+    def run(self, want_scene):
+        replies = self.stream.Attach(app=self.app, _more=True)
+        attached = next(replies)["attached"]
+        say("attached %s pid %d next event %d" % (attached["app"], attached["pid"], attached["nextSeq"]))
+        launched = False
+        for reply in replies:
+            event = reply["event"]
+            self.handle(event)
+            if event["event"] == "didFinishLaunching" and not launched:
+                launched = True
+                if want_scene:
+                    self.open_scene()
+            if event["event"] == "willTerminate":
+                self.calls.Detach(app=self.app)
+                say("detached")
+                return
+
+    def open_scene(self):
+        """The archived session a previous process left, else a new scene."""
+        archived = self.manager.ListSessions(app=self.app, condition="archived")["sessions"]
+        if archived:
+            session = archived[0]["id"]
+            self.calls.RequestSceneSessionActivation(app=self.app, session=session)
+            say("requested the activation of %s" % session)
+        else:
+            session = self.calls.RequestSceneSessionActivation(app=self.app, userInfo={"from": "scene_app.py"})["session"]
+            say("requested a new scene: %s" % session)
+
+    def handle(self, e):
+        name, seq, session = e["event"], e["seq"], e.get("session")
+        line = "%d %s" % (seq, name)
+        if session:
+            line += " " + session
+        if name == "configurationForConnecting":
+            line += " " + (e.get("role") or "")
+        elif name == "willConnectTo":
+            data = (e.get("restoration") or {}).get("json")
+            if data is not None:
+                # scene(_:willConnectTo:options:) with the session's stateRestorationActivity.
+                self.state[session] = dict(data)
+                line += " restored " + json.dumps(data, sort_keys=True)
+            else:
+                self.state[session] = {"foregrounds": 0, "note": self.note}
+                line += " new scene"
+        elif name == "willEnterForeground":
+            s = self.state.setdefault(session, {"foregrounds": 0, "note": self.note})
+            s["foregrounds"] += 1
+        elif name == "didEnterBackground":
+            # Answer before the deadline, with the state to restore the scene from.
+            s = self.state.get(session, {"foregrounds": 0, "note": self.note})
+            self.calls.Acknowledge(app=self.app, seq=seq, restoration={"json": s})
+            line += " answered, saved " + json.dumps(s, sort_keys=True)
+        elif name == "willTerminate":
+            self.calls.Acknowledge(app=self.app, seq=seq)
+            line += " answered"
+        elif name == "didDiscardSceneSessions":
+            for gone in e.get("sessions") or []:
+                self.state.pop(gone, None)
+            line += " " + ",".join(e.get("sessions") or [])
+        elif name == "terminated":
+            line += " " + (e.get("reason") or "")
+        say(line)
+
+
+def main():
+    parser = argparse.ArgumentParser(description="A scened app in Python (io.scened.App over the varlink package).")
+    parser.add_argument("--socket", help="the daemon's socket")
+    parser.add_argument("--app", default="com.example.pynotes", help="the app to attach as")
+    parser.add_argument("--note", default="hello", help="what a new scene keeps in its state")
+    parser.add_argument("--no-scene", action="store_true", help="attach only; ask for no scene")
+    args = parser.parse_args()
+
+    def stop(signo, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, stop)
+
+    client = varlink.Client(address="unix:" + socket_path(args.socket))
+    app = SceneApp(client, args.app, args.note)
+    try:
+        app.run(want_scene=not args.no_scene)
+    except KeyboardInterrupt:
+        # Quitting: the scenes go, the sessions stay archived with what they saved. A second
+        # signal must not cut the Detach short.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            app.calls.Detach(app=args.app)
+            say("detached")
+        except (varlink.VarlinkError, OSError) as error:
+            say("detach failed: %s" % error)
+    except varlink.VarlinkError as error:
+        # io.scened.App.Terminated: the daemon took this process for hung.
+        sys.exit("scene_app: %s %s" % (error.error(), error.parameters()))
+
+
+if __name__ == "__main__":
+    main()

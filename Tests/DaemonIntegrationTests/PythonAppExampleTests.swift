@@ -1,0 +1,105 @@
+import Glibc
+import ScenedTestSupport
+import Testing
+import Varlink
+
+/// Examples/python/scene_app.py, the app on the PyPI `varlink` package, against the real
+/// daemon: it attaches, answers didEnterBackground with its state, and a later process of it
+/// restores the state after the first was killed.
+@Suite("The Python app example")
+struct PythonAppExampleTests {
+    static let app = "com.example.pynotes"
+
+    /// Examples/python/scene_app.py, from this file's path (Tests/DaemonIntegrationTests/…).
+    static var script: String {
+        var path = #filePath
+        for _ in 0..<3 { path = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)]) }
+        return path + "/Examples/python/scene_app.py"
+    }
+
+    static func start(_ daemon: DaemonProcess, _ label: String, note: String) throws -> ChildProcess {
+        try ChildProcess(["/usr/bin/env", "python3", script, "--socket", daemon.socketPath, "--app", app, "--note", note],
+                         environment: ["PYTHONUNBUFFERED": "1"], directory: daemon.workspace.path, label: label,
+                         stdoutPipe: true)
+    }
+
+    /// Lines until one containing `text`; fails with everything the app said if none comes.
+    static func lines(_ child: ChildProcess, through text: String, timeout: Double = 15) throws -> [String] {
+        var out: [String] = []
+        let deadline = Deadline(seconds: timeout)
+        while !deadline.hasPassed {
+            guard let line = child.readLine(seconds: Double(deadline.remainingMilliseconds) / 1000) else { break }
+            out.append(line)
+            if line.contains(text) { return out }
+        }
+        throw TestFailure("the app printed no '\(text)' within \(timeout) s (\(child.outcome)):\n\(out.joined(separator: "\n"))\nstderr: \(child.stderr)")
+    }
+
+    @Test("scene_app.py attaches, prints its callbacks, answers didEnterBackground with its state, and its next process restores the state from willConnectTo")
+    func pythonAppAttachesAnswersAndRestores() throws {
+        let workspace = try Workspace()
+        try PythonClientTests.requireModule(workspace)
+        let daemon = try DaemonProcess(workspace)
+        let monitor = try EventMonitor(daemon, parameters: ["app": .string(Self.app)], consecutive: false)
+
+        // First process: launched by its attach, asks for a new scene.
+        let first = try Self.start(daemon, "pyapp-1", note: "draft")
+        let attached = try Self.lines(first, through: "didBecomeActive")
+        #expect(attached.first?.hasPrefix("attached \(Self.app) pid ") == true, "\(attached)")
+        #expect(attached.contains { $0.hasSuffix(" didFinishLaunching") }, "\(attached)")
+        guard let requested = attached.first(where: { $0.hasPrefix("requested a new scene: ") }) else {
+            throw TestFailure("no new scene requested: \(attached)")
+        }
+        let session = String(requested.dropFirst("requested a new scene: ".count))
+        #expect(attached.contains { $0.hasSuffix("willConnectTo \(session) new scene") }, "\(attached)")
+
+        // The system sends it home: the app answers before the deadline, with its state.
+        try daemon.call("Background", ["session": .string(session)])
+        let home = try Self.lines(first, through: "didEnterBackground")
+        let state = #"{"foregrounds": 1, "note": "draft"}"#
+        #expect(home.last?.hasSuffix("didEnterBackground \(session) answered, saved \(state)") == true, "\(home)")
+        // The answer is in once the session has the state (Acknowledge commits it).
+        let saved = waitUntil(seconds: 10) {
+            let s = try? daemon.call("GetSession", ["session": .string(session)])
+            return s?["session"]?["restoration"]?["json"]?["foregrounds"]?.intValue == 1
+        }
+        #expect(saved, "the answer's restoration data is the session's")
+
+        // Killed: terminated with no callbacks, the session archived with what it saved.
+        first.killNow()
+        let gone = waitUntil(seconds: 10) {
+            (try? daemon.call("GetApp", ["app": .string(Self.app)]))?["app"]?["process"]?.stringValue == "notRunning"
+        }
+        #expect(gone, "the killed app is terminated")
+
+        // The next process brings the archived session back and restores from willConnectTo.
+        let second = try Self.start(daemon, "pyapp-2", note: "other")
+        let back = try Self.lines(second, through: "didBecomeActive")
+        #expect(back.contains("requested the activation of \(session)"), "\(back)")
+        #expect(!back.contains { $0.contains("configurationForConnecting") }, "no configurationForConnecting on a reconnection: \(back)")
+        #expect(back.contains { $0.hasSuffix("willConnectTo \(session) restored \(state)") }, "\(back)")
+        try daemon.call("Background", ["session": .string(session)])
+        let again = try Self.lines(second, through: "didEnterBackground")
+        #expect(again.last?.hasSuffix(#"answered, saved {"foregrounds": 2, "note": "draft"}"#) == true,
+                "the restored state goes on: \(again)")
+
+        // SIGTERM: a clean Detach.
+        second.signal(SIGTERM)
+        _ = try Self.lines(second, through: "detached")
+        #expect(second.finish(within: 10) == 0, "\(second.outcome) \(second.stderr)")
+        #expect(second.stderr.isEmpty, "\(second.stderr)")
+        #expect(try daemon.call("GetApp", ["app": .string(Self.app)])["app"]?["process"]?.stringValue == "notRunning")
+
+        // What the app printed is what the Monitor saw, callback for callback (both processes).
+        var seen: [ObservedEvent] = []
+        while let e = try monitor.next(timeout: 1) { seen.append(e) }
+        let printed = (attached + home + back + again).compactMap { line -> Int64? in
+            guard let first = line.split(separator: " ").first, let seq = Int64(first) else { return nil }
+            return seq
+        }
+        let delivered = seen.filter { $0.event != "terminated" }.map { Int64($0.seq) }
+        #expect(printed == delivered, "printed \(printed), the Monitor \(delivered)")
+        try monitor.assertConformant("the Python app example")
+        try daemon.assertServing("after the Python app example")
+    }
+}
