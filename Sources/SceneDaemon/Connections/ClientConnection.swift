@@ -32,6 +32,10 @@ final class ClientConnection {
     var onClock = false
     /// Its last call looked like an interactive client's (few in flight, little queued).
     var interactive = false
+    /// Set by the handler of the call just made when that call is an answer with a deadline of
+    /// seconds (an app's Acknowledge): it needs no millisecond reply, so it does not make the
+    /// bulk clients wait in rounds the way an interactive call does.
+    var callIsPatient = false
     /// When this client last made an interactive call (µs, monotonic).
     var lastInteractiveAt: UInt64?
     /// Accepted only to be told it is over a connection limit.

@@ -33,11 +33,12 @@ extension VarlinkServer {
             case .violation:
                 return conn.machine.on(.protocolViolation(now: now()))
             case .call(let call):
+                conn.callIsPatient = false
                 handleCall?(call, conn)
                 callsHandled &+= 1
                 // Interactive: a client that waits for its replies — a few calls in flight, little
                 // queued behind them. A flooder or a deep pipeliner always has much more.
-                conn.interactive = !call.oneway && conn.machine.owedReplies <= Self.interactiveWindow
+                conn.interactive = !call.oneway && !conn.callIsPatient && conn.machine.owedReplies <= Self.interactiveWindow
                     && conn.wire.bufferedInputCount <= Self.interactiveBacklog
                 if conn.interactive { noteInteractiveCall(conn, at: now()) }
                 if !conn.inBatch {

@@ -57,6 +57,8 @@ extension ManagerVarlink {
     }
 
     func acknowledge(_ c: MethodCall) throws(VarlinkError) {
+        // Due within seconds, not milliseconds: no reason to hold the bulk clients to rounds.
+        c.conn.callIsPatient = true
         let app = try c.p.app()
         _ = try attachedProcess(c, app)
         guard let seq = try c.p.count("seq") else { throw .invalidParameter("seq") }
@@ -79,6 +81,7 @@ extension ManagerVarlink {
     }
 
     func answerNotice(_ c: MethodCall) throws(VarlinkError) {
+        c.conn.callIsPatient = true
         let app = try c.p.app()
         _ = try attachedProcess(c, app)
         guard let id = try c.p.count("notice") else { throw .invalidParameter("notice") }
