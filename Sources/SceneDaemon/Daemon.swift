@@ -34,6 +34,7 @@ final class Daemon {
     private var heartbeat: TimerSource?
     /// The earliest deadline an attached app must answer by.
     private var appTimer: TimerSource?
+    private var appTimerDue: Timestamp?
     private var watchdog = ServingWatchdog(interval: nil)
     /// Test hook: a source that is always ready, to show that the watchdog sees a livelock.
     private var livelock: DeferSource?
@@ -91,7 +92,12 @@ final class Daemon {
         engineTimer?.disarm()
         reclaimTimer = try loop.addTimer(at: UInt64.max, accuracy: 1_000, priority: 0) { me.takeUnretainedValue().onTimer() }
         reclaimTimer?.disarm()
-        appTimer = try loop.addTimer(at: UInt64.max, accuracy: 1_000, priority: 0) { me.takeUnretainedValue().requestPass() }
+        appTimer = try loop.addTimer(at: UInt64.max, accuracy: 1_000, priority: 0) {
+            let daemon = me.takeUnretainedValue()
+            // A one-shot timer that fired is disarmed: the next pass arms it again.
+            daemon.appTimerDue = nil
+            daemon.requestPass()
+        }
         appTimer?.disarm()
         for signo in [SIGTERM, SIGINT] {
             try loop.addSignal(signo) { _ in me.takeUnretainedValue().shutdown() }
@@ -235,7 +241,11 @@ final class Daemon {
 
     private func rearmAppTimer() {
         guard let timer = appTimer else { return }
-        if let due = service.attachments.nextDeadline() {
+        let due = service.attachments.nextDeadline()
+        // Every pass asks; the timer is touched only when the earliest deadline moved.
+        guard due != appTimerDue else { return }
+        appTimerDue = due
+        if let due {
             timer.reschedule(at: manager.clock.monotonic(at: due))
         } else {
             timer.disarm()
