@@ -206,6 +206,11 @@ struct SceneClientTests {
         #expect(waitUntil(seconds: 10) { state() == "foregroundActive" }, "first start: \(first.stdout)")
         try daemon.call("Background", ["session": "s1"])
         #expect(waitUntil(seconds: 10) { first.stdout.contains("saving counter=1") }, "\(first.stdout)")
+        // The app prints before its answer is sent: kill it only once scened has the state.
+        #expect(waitUntil(seconds: 10) {
+            let s = try? daemon.call("GetSession", ["session": "s1"])
+            return s?["session"]?["restoration"]?["json"] != nil || s?["session"]?["restoration"]?["base64"] != nil
+        }, "the answer with the state did not reach scened")
         first.killNow()
         #expect(waitUntil(seconds: 10) {
             (try? daemon.call("GetApp", ["app": .string(app)]))?["app"]?["process"]?.stringValue == "notRunning"
