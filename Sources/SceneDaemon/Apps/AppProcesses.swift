@@ -66,9 +66,9 @@ extension ManagerVarlink {
         w.key(static: "event")
         w.beginObject()
         w.eventFields(e)
-        let engine = manager.engine
+        // Read in place: a copy of the engine costs a retain of each of its tables, per event.
         if e.name == .willConnectTo || e.name == .configurationForConnecting, let id = e.session,
-           let s = engine.sessions[id] {
+           let s = manager.engine.sessions[id] {
             w.field("role", static: s.role.staticName)
             w.field("configuration", s.configurationName)
             w.key(static: "userInfo")
@@ -77,7 +77,7 @@ extension ManagerVarlink {
         if let deadline {
             w.field("deadline", deadline)
         } else if e.name == .backgroundTaskWillExpire {
-            w.field("deadline", e.time + engine.configuration.expirationGrace)
+            w.field("deadline", e.time + manager.engine.configuration.expirationGrace)
         }
         w.endObject()
         w.endObject()
