@@ -1,7 +1,7 @@
 // Measures scened over its socket: transitions per second (pipelined, 1 and 8 connections),
 // round trips, listing, memory, durability costs, start-up time, and what abusive clients cost
 // others (fairness, hostile). Release build:
-//   swift build -c release && .build/release/scened-bench [daemon|durable|startup|logging|fairness|hostile|all]
+//   swift build -c release && .build/release/scened-bench [daemon|durable|startup|logging|fairness|hostile|hostile-monitors|all]
 // Figures depend on the machine and its load: compare the lines of one run with each other.
 import Glibc
 import Varlink
@@ -248,6 +248,9 @@ do {
     case "logging": try loggingFigures()
     case "fairness": try fairnessFigures()
     case "hostile": try hostileFigures()
+    case "hostile-monitors":
+        say("\n== hostile: Monitors that never read (Durability=off, LogLevel=notice; targets: peak RSS < 256 MiB, bystander ≥ 0.50 of its rate alone) ==")
+        try neverReadingMonitors()
     case "all":
         try daemonFigures()
         try durableFigures()
@@ -256,7 +259,7 @@ do {
         try fairnessFigures()
         try hostileFigures()
     default:
-        say("usage: scened-bench [daemon|durable|startup|logging|fairness|hostile|all] [--seconds S] [--sessions N] [--startup-sessions N]")
+        say("usage: scened-bench [daemon|durable|startup|logging|fairness|hostile|hostile-monitors|all] [--seconds S] [--sessions N] [--startup-sessions N]")
         exit(2)
     }
 } catch {

@@ -35,9 +35,11 @@ extension VarlinkServer {
             case .call(let call):
                 handleCall?(call, conn)
                 callsHandled &+= 1
-                // Interactive: a client that waits for its replies — a few calls in flight, little
-                // queued behind them. A flooder or a deep pipeliner always has much more.
-                conn.interactive = !call.oneway && conn.machine.owedReplies <= Self.interactiveWindow
+                // Interactive: a client that waits for its replies — a few calls in flight at its
+                // recent calls, not only at this one, little queued behind them. A flooder or a
+                // deep pipeliner always has much more.
+                conn.recentInFlight = Self.recentInFlight(previous: conn.recentInFlight, now: conn.machine.owedReplies)
+                conn.interactive = !call.oneway && conn.recentInFlight <= Self.interactiveWindow
                     && conn.wire.bufferedInputCount <= Self.interactiveBacklog
                 if conn.interactive { noteInteractiveCall(conn, at: now()) }
                 if !conn.inBatch {
@@ -152,3 +154,4 @@ extension VarlinkServer {
         }
     }
 }
+
