@@ -3,12 +3,12 @@
 // invariants. Each input byte picks one event (and the next bytes its sizes and times); after
 // every event: only the machine's own close closes it, a closed machine does nothing more, a
 // gone peer is out of epoll and owed nothing, counters never go negative, the epoll interest
-// asks to write exactly when output waits, and whatever is left to do shows up as needing
+// asks to write exactly when output waits, only an open stream is behind the events, and whatever is left to do shows up as needing
 // service — the first release's wedge was a connection that had work and never got a turn.
 @testable import SceneDaemon
 
 func event(_ code: UInt8, _ size: Int, _ now: UInt64) -> ConnectionMachine.Event {
-    switch code % 27 {
+    switch code % 28 {
     case 0: .readable
     case 1: .writable
     case 2: .hangUp
@@ -35,6 +35,7 @@ func event(_ code: UInt8, _ size: Int, _ now: UInt64) -> ConnectionMachine.Event
     case 23: .tick(now: now)
     case 24: .tick(now: now &+ 60_000_000)
     case 25: .repliesReleased(count: 1, heldBytes: size, outputBytes: 0)
+    case 26: .streamBehind(bytes: size % 3 == 0 ? 0 : size)
     default: .received(partialBytes: 0, hasCall: size % 2 == 1, more: false, now: now)
     }
 }
@@ -72,6 +73,10 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         if m.phase != .closed, m.hasCall, m.mayHandleCalls { require(m.needsService, what) }
         if m.isFinished { require(m.needsService, what) }
         if case .ending = m.phase { require(!m.mayHandleCalls, what) }
+        // Only an open stream that can be written to is behind, and then takes no live output.
+        require(m.deferredBytes >= 0, what)
+        if !m.streaming || !(m.phase == .serving || m.phase == .inputClosed) { require(m.deferredBytes == 0, what) }
+        if m.deferredBytes > 0 { require(!m.mayQueueLiveOutput(0), what) }
     }
     return 0
 }

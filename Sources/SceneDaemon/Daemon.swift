@@ -36,6 +36,8 @@ final class Daemon {
     private var appTimer: TimerSource?
     private var appTimerDue: Timestamp?
     private var watchdog = ServingWatchdog(interval: nil)
+    /// Committed batches whose events are still to be published (`publishCommitted`).
+    private var unpublished: [(events: [LifecycleEvent], starts: [Int])] = []
     /// Test hook: a source that is always ready, to show that the watchdog sees a livelock.
     private var livelock: DeferSource?
     private var status: StatusReporter!
@@ -138,6 +140,8 @@ final class Daemon {
             apply(manager.startCommit())
         }
         server.flush()
+        publishCommitted()
+        server.flush()
         server.closeAll()
         reclaim.psi?.stop()
         if ownsSocket { unlink(socketPath) }
@@ -171,6 +175,8 @@ final class Daemon {
         startCommit()
         server.enforceGlobalLimits()
         server.flush()
+        publishCommitted()
+        server.flush()
         rearmEngineTimer()
         rearmAppTimer()
         if watchdog.passCompleted(now: loop.nowMonotonic) { ServiceManager.notify("WATCHDOG=1") }
@@ -186,8 +192,9 @@ final class Daemon {
         server.batchBegan()
     }
 
-    /// The writer finished a batch: publish it, release its replies, and start the next one
-    /// at once (the loop need not wait for a pass to keep the commit thread busy).
+    /// The writer finished a batch: release its replies, start the next one at once (the loop
+    /// need not wait for a pass to keep the commit thread busy), write the replies, and only
+    /// then publish its events to the monitors.
     private func onCommitFinished() {
         // Drains the pipe first: a read answered after this still signals again.
         let finished = manager.writer?.takeFinished()
@@ -201,6 +208,23 @@ final class Daemon {
         reclaim.evaluate()
         startCommit()
         server.flush()
+        publishCommitted()
+        server.flush()
+    }
+
+    /// Publishes the events of the batches settled since the last time to the monitors, once
+    /// their replies are written and the next batch is under way: fanning events out to many
+    /// monitors (100 of them, say, most behind and only counting what they are owed) never
+    /// delays the answers of the callers who made the changes, nor the next commit. Events
+    /// still go out batch by batch, in order, and a reply still means committed.
+    private func publishCommitted() {
+        guard !unpublished.isEmpty else { return }
+        let batches = unpublished
+        unpublished.removeAll(keepingCapacity: true)
+        for batch in batches {
+            service.publish(batch.events)
+            manager.recycle(events: batch.events, commandStarts: batch.starts)
+        }
     }
 
     /// Carries out what a commit settled.
@@ -210,7 +234,6 @@ final class Daemon {
             return
         case .committed(let through, let events, let starts):
             if !events.isEmpty {
-                service.publish(events)
                 logger.log(batch: through, events, commandStarts: starts, pressure: reclaim.level)
                 reclaim.noteActivations(events)
                 reclaim.rememberSessions(events)
@@ -218,7 +241,8 @@ final class Daemon {
             }
             logger.release(through: through)
             server.settle(through: through, failure: nil)
-            manager.recycle(events: events, commandStarts: starts)
+            // Published (and then recycled) once the replies are written: `publishCommitted`.
+            unpublished.append((events, starts))
         case .failed(let through, let error):
             logger.daemon(.err, MessageID.storageFailure,
                           "Commit to \(error.path) failed; those changes were not made and their callers were told: \(error.message)",

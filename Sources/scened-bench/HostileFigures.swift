@@ -13,8 +13,39 @@ func hostileFigures() throws {
 
 func verdict(_ ok: Bool) -> String { ok ? "ok" : "MISSED" }
 
-/// 100 Monitors that never read (4 KiB receive buffers) while 100,000 transitions happen.
+/// 100 Monitors that never read (4 KiB receive buffers) while 100,000 transitions happen, and
+/// beside it the same transitions with no monitor: what the monitors cost the bystander apart
+/// from the driver's own competition.
 func neverReadingMonitors() throws {
+    let control = try monitorRun(monitors: 0)
+    let loaded = try monitorRun(monitors: 100)
+    let run = loaded.counts
+    say("100 Monitors that never read, during \(run.calls) transitions (1 connection, 64 in flight, \(ms(run.seconds))):")
+    say("    daemon CPU \(ms(loaded.cpu)) against \(ms(control.cpu)) with no monitor")
+    say("    peak RSS \(mb(loaded.peak)) (target < 256 MiB) \(verdict(loaded.peak < 256 << 20)); RSS after \(mb(loaded.rssAfter))")
+    say("    bystander \(Int(loaded.during.rounded())) calls/s against \(Int(loaded.alone.rounded())) alone (before and after): \(twoDigits(loaded.ratio)) (target ≥ 0.50) \(verdict(loaded.ratio >= 0.5))\(loaded.stalled ? "; a call went unanswered for 5 s" : "")")
+    say("    the same transitions with no monitor (\(ms(control.counts.seconds))): bystander \(Int(control.during.rounded())) calls/s against \(Int(control.alone.rounded())) alone: \(twoDigits(control.ratio)); with the monitors \(twoDigits(loaded.ratio / max(control.ratio, 0.01))) of that")
+    say("    monitors still connected after: \(loaded.monitorsLeft) of 100\(run.failure.map { "; the driver stopped: \($0)" } ?? "")")
+    say("    idle CPU after the monitors closed: \(loaded.idle)% (target < 5 %) \(verdict(loaded.idle < 5))")
+}
+
+struct MonitorRun {
+    var counts: AbuseCounts
+    var alone: Double
+    var during: Double
+    var ratio: Double { during / max(alone, 1) }
+    var stalled: Bool
+    /// The daemon's CPU time while the driver ran (and the bystander's last period), seconds.
+    var cpu: Double
+    var peak: Int
+    var rssAfter: Int
+    var monitorsLeft: Int
+    var idle: Int
+}
+
+/// `monitors` Monitors that never read while a pipelined client makes 100,000 transitions; a
+/// sequential bystander's rate during, against its rate alone (the mean of before and after).
+func monitorRun(monitors count: Int) throws -> MonitorRun {
     let dir = makeDirectory()
     defer { removeTree(dir) }
     let daemon = BenchDaemon(binary: binary, directory: dir)
@@ -28,14 +59,14 @@ func neverReadingMonitors() throws {
     let subscribe = VarlinkCall(method: "io.scened.Manager.Monitor", parameters: [:], more: true).encoded()
     var monitors: [Int32] = []
     defer { for fd in monitors { close(fd) } }
-    for _ in 0..<100 {
+    for _ in 0..<count {
         let fd = try benchConnect(daemon.socket, receiveBuffer: 4096)
         _ = subscribe.withUnsafeBytes { sendSome(fd, $0) }
         monitors.append(fd)
     }
     let status = try VarlinkClient(path: daemon.socket, timeout: .seconds(10))
     let deadline = now() + 10
-    while now() < deadline, (try status.call("io.scened.Manager.GetStatus")["status"]?["connections"]?.intValue ?? 0) < 102 {
+    while now() < deadline, (try status.call("io.scened.Manager.GetStatus")["status"]?["connections"]?.intValue ?? 0) < count + 2 {
         usleep(10_000)
     }
 
@@ -45,6 +76,7 @@ func neverReadingMonitors() throws {
         script.append(frame("Background", ["session": .string("s\(k)")]))
     }
     let counts = Shared(AbuseCounts())
+    let cpuBefore = daemon.cpuSeconds()
     let driver = pipelined(daemon.socket, script, window: 64, duration: 600, maxCalls: 100_000, counts: counts)
     var during = 0.0
     var periods = 0
@@ -59,18 +91,18 @@ func neverReadingMonitors() throws {
         }
     }
     driver.stop()
+    let cpu = daemon.cpuSeconds() - cpuBefore
     let peak = daemon.peakResidentBytes()
     let left = (try? status.call("io.scened.Manager.GetStatus")["status"]?["connections"]?.intValue).flatMap { $0 } ?? -1
-    let ratio = during / Double(max(periods, 1)) / max(alone, 1)
-    let run = counts.value
-    say("100 Monitors that never read, during \(run.calls) transitions (1 connection, 64 in flight, \(ms(run.seconds))):")
-    say("    peak RSS \(mb(peak)) (target < 256 MiB) \(verdict(peak < 256 << 20)); RSS after \(mb(daemon.residentBytes()))")
-    say("    bystander \(Int((during / Double(max(periods, 1))).rounded())) calls/s against \(Int(alone.rounded())) alone: \(twoDigits(ratio)) (target ≥ 0.50) \(verdict(ratio >= 0.5))\(stalled ? "; a call went unanswered for 5 s" : "")")
-    say("    monitors still connected after: \(max(left - 2, 0)) of 100\(run.failure.map { "; the driver stopped: \($0)" } ?? "")")
+    let rssAfter = daemon.residentBytes()
     for fd in monitors { close(fd) }
     monitors.removeAll()
-    let idle = daemon.cpuPercent(over: 2)
-    say("    idle CPU after the monitors closed: \(idle)% (target < 5 %) \(verdict(idle < 5))")
+    let idle = count > 0 ? daemon.cpuPercent(over: 2) : 0
+    // Alone again, after: the machine's speed drifts over seconds (another build, say), and the
+    // mean of the rates either side of the load cancels some of it.
+    let aloneAfter = stalled ? alone : try polite.rate(over: seconds).perSecond
+    return MonitorRun(counts: counts.value, alone: (alone + aloneAfter) / 2, during: during / Double(max(periods, 1)), stalled: stalled,
+                      cpu: cpu, peak: peak, rssAfter: rssAfter, monitorsLeft: Int(max(left - 2, 0)), idle: idle)
 }
 
 /// 4,000 connections each holding an unterminated message of just under 1 MiB.

@@ -2,7 +2,7 @@
 // round trips, listing, memory, durability costs, start-up time, and what abusive clients cost
 // others (fairness, hostile), and a thousand attached apps' delivery latency and acknowledged
 // transitions (apps). Release build:
-//   swift build -c release && .build/release/scened-bench [daemon|durable|startup|logging|fairness|hostile|apps|all]
+//   swift build -c release && .build/release/scened-bench [daemon|durable|startup|logging|fairness|hostile|hostile-monitors|apps|all]
 // Figures depend on the machine and its load: compare the lines of one run with each other.
 import Glibc
 import Varlink
@@ -254,6 +254,9 @@ do {
     case "fairness": try fairnessFigures()
     case "hostile": try hostileFigures()
     case "apps": try appFigures()
+    case "hostile-monitors":
+        say("\n== hostile: Monitors that never read (Durability=off, LogLevel=notice; targets: peak RSS < 256 MiB, bystander ≥ 0.50 of its rate alone) ==")
+        try neverReadingMonitors()
     case "all":
         try daemonFigures()
         try durableFigures()
@@ -263,7 +266,7 @@ do {
         try hostileFigures()
         try appFigures()
     default:
-        say("usage: scened-bench [daemon|durable|startup|logging|fairness|hostile|apps|all] [--seconds S] [--sessions N] [--startup-sessions N] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full]")
+        say("usage: scened-bench [daemon|durable|startup|logging|fairness|hostile|hostile-monitors|apps|all] [--seconds S] [--sessions N] [--startup-sessions N] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full]")
         exit(2)
     }
 } catch {

@@ -21,8 +21,14 @@ struct ConnectionMachineTests {
         ("serving, pass budget spent", { var m = M(now: t0); _ = m.on(.received(partialBytes: 0, hasCall: true, more: false, now: t0))
             for _ in 0..<M.Budget().callsPerPass { _ = m.on(.callHandled(opensStream: false)) }; return m }),
         ("serving, streaming", { var m = M(now: t0); _ = m.on(.callHandled(opensStream: true)); _ = m.on(.streamHasMore(true)); return m }),
+        ("serving, streaming, behind", { var m = M(now: t0); _ = m.on(.callHandled(opensStream: true)); _ = m.on(.outputAdded(bytes: 64))
+            _ = m.on(.streamBehind(bytes: 4096)); _ = m.on(.streamHasMore(true)); return m }),
+        ("serving, streaming, behind past the limit", { var m = M(now: t0); _ = m.on(.callHandled(opensStream: true))
+            _ = m.on(.streamBehind(bytes: M.Budget().maxOutputBytes + 1)); return m }),
         ("input closed, replies held", { var m = M(now: t0); _ = m.on(.replyHeld(bytes: 10)); _ = m.on(.endOfInput); return m }),
         ("input closed, streaming", { var m = M(now: t0); _ = m.on(.callHandled(opensStream: true)); _ = m.on(.endOfInput); return m }),
+        ("input closed, streaming, behind", { var m = M(now: t0); _ = m.on(.callHandled(opensStream: true)); _ = m.on(.endOfInput)
+            _ = m.on(.streamBehind(bytes: 4096)); return m }),
         ("peer gone, a call buffered", { var m = M(now: t0); _ = m.on(.received(partialBytes: 0, hasCall: true, more: false, now: t0)); _ = m.on(.hangUp); return m }),
         ("peer gone, maybe more input", { var m = M(now: t0); _ = m.on(.replyHeld(bytes: 10)); _ = m.on(.hangUp); return m }),
         ("ending after a violation, reply held", { var m = M(now: t0); _ = m.on(.protocolViolation(now: t0)); _ = m.on(.replyHeld(bytes: 80)); return m }),
@@ -44,6 +50,7 @@ struct ConnectionMachineTests {
         .repliesReleased(count: 1, heldBytes: 10, outputBytes: 10),
         .outputAdded(bytes: 20), .wrote(bytes: 10), .writeWouldBlock,
         .streamEnded, .streamHasMore(true), .streamHasMore(false),
+        .streamBehind(bytes: 100), .streamBehind(bytes: 0), .streamBehind(bytes: M.Budget().maxOutputBytes),
         .protocolViolation(now: t0 + 1),
         .limitExceeded("MaxOutputPerConnection", cutOutput: true, now: t0 + 1),
         .limitExceeded("IdleTimeoutSec", cutOutput: false, now: t0 + 1),
@@ -80,6 +87,14 @@ struct ConnectionMachineTests {
                 if event == .readable { #expect(action == .none, "\(what)") }
                 // Counters never go negative.
                 #expect(m.heldReplies >= 0 && m.heldBytes >= 0 && m.outputBytes >= 0 && m.partialBytes >= 0, "\(what)")
+                // Only an open stream that can still be written to is behind; one that is takes
+                // no live output, and what it is behind by counts against the output limit.
+                #expect(m.deferredBytes >= 0, "\(what)")
+                if !m.streaming || !(m.phase == .serving || m.phase == .inputClosed) {
+                    #expect(m.deferredBytes == 0 && !m.mayQueueLiveOutput(0), "\(what)")
+                }
+                if m.deferredBytes > 0 { #expect(!m.mayQueueLiveOutput(0), "\(what)") }
+                #expect(m.exceedsOutputLimit == (m.outputBytes + m.deferredBytes > m.budget.maxOutputBytes), "\(what)")
                 // The epoll interest asks to write exactly when there is output to write.
                 if m.interest.registered { #expect(m.interest.write == (m.outputBytes > 0), "\(what)") }
                 // Whatever is left to do shows up as needing service or an epoll interest,
@@ -108,6 +123,13 @@ struct ConnectionMachineTests {
         ("serving, output unsent", .hangUp, .none, "peerGone"),
         ("serving, backed up", .repliesReleased(count: 1, heldBytes: M.Budget().owedBytesHighWater, outputBytes: 10), .write, "serving"),
         ("serving, streaming", .streamEnded, .none, "serving"),
+        ("serving, streaming", .streamBehind(bytes: 100), .none, "serving"),
+        ("serving, streaming, behind", .streamBehind(bytes: 0), .none, "serving"),
+        ("serving, streaming, behind", .writable, .write, "serving"),
+        ("serving, streaming, behind", .hangUp, .none, "peerGone"),
+        ("serving, streaming, behind past the limit", .limitExceeded("MaxOutputPerConnection", cutOutput: true, now: t0),
+         .sendLimitError("MaxOutputPerConnection", cutOutput: true), "ending"),
+        ("input closed, streaming, behind", .streamEnded, .close, "closed"),
         ("input closed, replies held", .repliesReleased(count: 1, heldBytes: 10, outputBytes: 10), .write, "inputClosed"),
         ("input closed, replies held", .hangUp, .none, "peerGone"),
         ("input closed, streaming", .streamEnded, .close, "closed"),
@@ -252,6 +274,55 @@ struct ConnectionMachineTests {
         #expect(m.mayProduce)
         _ = m.on(.limitExceeded("MaxOutputPerConnection", cutOutput: true, now: Self.t0))
         #expect(!m.streaming && !m.mayProduce)
+    }
+
+    @Test("a stream falls behind at the high-water mark: no live output while behind, what it is behind by counts against the output limit, caught up it takes live output again")
+    func fallingBehind() {
+        var budget = M.Budget()
+        budget.owedBytesHighWater = 1000
+        budget.maxOutputBytes = 4000
+        var m = M(budget: budget, now: Self.t0)
+        #expect(!m.mayQueueLiveOutput(0), "no stream is open")
+        _ = m.on(.callHandled(opensStream: true))
+        #expect(m.mayQueueLiveOutput(1000) && !m.mayQueueLiveOutput(1001), "up to the mark")
+        _ = m.on(.outputAdded(bytes: 900))
+        #expect(m.mayQueueLiveOutput(100) && !m.mayQueueLiveOutput(101))
+        // The server stops queueing: the stream is behind by what it did not queue.
+        _ = m.on(.streamBehind(bytes: 2500))
+        _ = m.on(.streamHasMore(true))
+        #expect(m.deferredBytes == 2500 && !m.exceedsOutputLimit)
+        #expect(!m.mayProduce, "it produces from the log only once the client has read")
+        _ = m.on(.wrote(bytes: 900))
+        #expect(!m.mayQueueLiveOutput(0), "behind, nothing is queued live even with room: it catches up in order")
+        #expect(m.mayProduce && m.needsService)
+        // The backlog is produced: what it sends comes off what it is behind by.
+        _ = m.on(.streamBehind(bytes: 1500))
+        _ = m.on(.outputAdded(bytes: 1000))
+        #expect(m.owedBytes == 1000 && m.deferredBytes == 1500 && !m.mayProduce)
+        // Not read, and more published meanwhile: over the limit, queued and deferred together.
+        _ = m.on(.streamBehind(bytes: 3001))
+        #expect(m.exceedsOutputLimit)
+        _ = m.on(.streamBehind(bytes: 3000))
+        #expect(!m.exceedsOutputLimit, "at the limit is not over it")
+        // It reads everything and catches up: live again.
+        _ = m.on(.wrote(bytes: 1000))
+        _ = m.on(.streamBehind(bytes: 0))
+        #expect(m.mayQueueLiveOutput(1000))
+        // A cut-off, a hang-up or the stream's end forgets what it was behind by.
+        var cut = m
+        _ = cut.on(.streamBehind(bytes: 5000))
+        #expect(cut.on(.limitExceeded("MaxOutputPerConnection", cutOutput: true, now: Self.t0)) == .sendLimitError("MaxOutputPerConnection", cutOutput: true))
+        #expect(cut.deferredBytes == 0 && !cut.exceedsOutputLimit && !cut.mayQueueLiveOutput(0))
+        var gone = m
+        _ = gone.on(.streamBehind(bytes: 5000))
+        _ = gone.on(.hangUp)
+        #expect(gone.deferredBytes == 0)
+        var ended = m
+        _ = ended.on(.streamBehind(bytes: 5000))
+        _ = ended.on(.streamEnded)
+        #expect(ended.deferredBytes == 0)
+        _ = ended.on(.streamBehind(bytes: 5000))
+        #expect(ended.deferredBytes == 0, "without a stream nothing is owed")
     }
 
     @Test("idle timeout only for a message left unfinished, not for an idle connection or a monitor")

@@ -36,6 +36,8 @@ final class ClientConnection {
     /// seconds (an app's Acknowledge): it needs no millisecond reply, so it does not make the
     /// bulk clients wait in rounds the way an interactive call does.
     var callIsPatient = false
+    /// The most calls it had in flight at its recent calls (`VarlinkServer.recentInFlight`).
+    var recentInFlight = 0
     /// When this client last made an interactive call (µs, monotonic).
     var lastInteractiveAt: UInt64?
     /// Accepted only to be told it is over a connection limit.
@@ -46,6 +48,11 @@ final class ClientConnection {
     /// When a write to the client last went through (or it connected): a client whose output
     /// does not move is not reading.
     var lastWriteProgress: UInt64 = 0
+    /// A monitor's: bytes of the events it is behind by (as encoded for it), counted when they
+    /// were published and taken off as the backlog sends them: unread output that is not in
+    /// memory. Kept here rather than in its `MonitorStream` so that counting a batch for a
+    /// monitor that is behind costs an addition, not a rewrite of its stream.
+    var behindBytes = 0
     /// The interest last given to epoll.
     var appliedInterest = ConnectionMachine.Interest(read: false, write: false, registered: false)
 
@@ -141,6 +148,10 @@ struct MonitorStream {
     /// An app's process attached with io.scened.App.Attach: its events carry deadlines and
     /// what the app needs to build its scenes, and they are fed by app, not by fan-out.
     var attached = false
+    /// It fell behind the live events (its client did not take them as fast as they came, and
+    /// its output reached the high-water mark): it reads them from the event log, from
+    /// `backlogNext`, instead of having them queued.
+    var fellBehind = false
 
     func matches(_ e: LifecycleEvent) -> Bool {
         if let app, e.app != app { return false }
@@ -167,6 +178,11 @@ extension ClientConnection {
 }
 
 extension ClientConnection {
+    /// Committed stream data owed to the client and not queued (a monitor that fell behind).
+    var streamBehindBytes: Int {
+        if case .monitor = stream { behindBytes } else { 0 }
+    }
+
     /// A stream with more to send right now: a listing, or a monitor still replaying its backlog.
     var streamHasMore: Bool {
         switch stream {

@@ -35,6 +35,10 @@ extension ConnectionMachine {
         /// Whether the open stream has more to produce right now (a listing, a monitor's
         /// backlog), as opposed to waiting for events.
         case streamHasMore(Bool)
+        /// The open stream is behind the committed events by `bytes` (as encoded for this
+        /// client) that were not queued because its output was at the high-water mark; 0: it
+        /// has caught up. They count as unread output against `maxOutputBytes`.
+        case streamBehind(bytes: Int)
         /// The peer broke the protocol: the violation's error reply is owed, then the end.
         case protocolViolation(now: UInt64)
         /// A limit was exceeded (the setting's name). `cutOutput`: the client does not read,

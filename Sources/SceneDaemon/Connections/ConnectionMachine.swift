@@ -54,8 +54,12 @@ struct ConnectionMachine: Sendable {
         /// Replies (held + unsent) at which no more calls are taken: the client must read.
         var maxOwedReplies = 4096
         /// Owed bytes (held + unsent) at which no more calls are taken, and at which streams
-        /// stop producing; below half of it both go on.
+        /// stop producing; below half of it both go on. A monitor's live events stop being
+        /// queued here too: it falls behind and reads them from the event log (`deferredBytes`).
         var owedBytesHighWater = 1 << 20
+        /// Unread output, queued or deferred, at which the client is cut off as a slow reader
+        /// (MaxOutputPerConnection).
+        var maxOutputBytes = 16 << 20
         /// How long an ending connection may take to read what it is owed.
         var lingerMicroseconds: UInt64 = 2_000_000
         /// A connection holding part of a message that sends nothing for this long is cut off.
@@ -72,6 +76,12 @@ struct ConnectionMachine: Sendable {
     private(set) var heldBytes = 0
     /// Framed bytes not yet written.
     private(set) var outputBytes = 0
+    /// Stream output owed but not queued: the committed events a monitor fell behind by while
+    /// its output was at the high-water mark, as encoded for it. Never held in memory: the
+    /// stream produces them from the event log as the client reads. Counted against
+    /// `maxOutputBytes` as if queued, so a client that does not read is cut off as before,
+    /// without its events being copied for it.
+    private(set) var deferredBytes = 0
     /// Replies in the output (counted as owed until written; approximated as released count).
     private var outputReplies = 0
     /// A complete message waits in the input.
@@ -148,6 +158,20 @@ struct ConnectionMachine: Sendable {
         case .inputClosed, .ending, .closed: return false
         }
     }
+
+    /// Live stream data (committed events as they are published) of `bytes` more may be queued
+    /// now. No: the stream falls behind (the server then reports `streamBehind`), and catches up
+    /// from the event log in order once the client has read, with `mayProduce`.
+    func mayQueueLiveOutput(_ bytes: Int) -> Bool {
+        guard streaming, deferredBytes == 0 else { return false }
+        switch phase {
+        case .serving, .inputClosed: return owedBytes + bytes <= budget.owedBytesHighWater
+        case .peerGone, .ending, .closed: return false
+        }
+    }
+
+    /// More unread output, queued or deferred, than the client may have: a slow reader.
+    var exceedsOutputLimit: Bool { outputBytes + deferredBytes > budget.maxOutputBytes }
 
     /// A stream may produce more output now.
     var mayProduce: Bool {
@@ -314,6 +338,7 @@ struct ConnectionMachine: Sendable {
         case .streamEnded:
             streaming = false
             streamHasMore = false
+            deferredBytes = 0
             if isFinished { return close() }
             return hasCall && mayHandleCalls ? .handleCalls : .none
 
@@ -348,6 +373,14 @@ struct ConnectionMachine: Sendable {
             streamHasMore = streaming && more
             return .none
 
+        case .streamBehind(let bytes):
+            // Only a stream that can still be written to is owed anything.
+            switch phase {
+            case .serving, .inputClosed: deferredBytes = streaming ? max(0, bytes) : 0
+            case .peerGone, .ending, .closed: deferredBytes = 0
+            }
+            return .none
+
         case .passBegan:
             callsThisPass = 0
             return .none
@@ -380,6 +413,7 @@ struct ConnectionMachine: Sendable {
         phase = .ending(reason)
         streaming = false
         streamHasMore = false
+        deferredBytes = 0
         hasCall = false
         partialBytes = 0
         maybeReadable = false
@@ -390,6 +424,7 @@ struct ConnectionMachine: Sendable {
         phase = .peerGone
         streaming = false
         streamHasMore = false
+        deferredBytes = 0
         heldReplies = 0
         heldBytes = 0
         outputBytes = 0
@@ -401,6 +436,7 @@ struct ConnectionMachine: Sendable {
         phase = .closed
         streaming = false
         streamHasMore = false
+        deferredBytes = 0
         hasCall = false
         maybeReadable = false
         heldReplies = 0

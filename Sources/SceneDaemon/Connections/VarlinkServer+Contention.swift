@@ -18,6 +18,17 @@ extension VarlinkServer {
         return max(gap * interactiveGapsRemembered, shortestInteractiveMemory)
     }
 
+    /// The most calls a client had in flight at its recent calls: this call's count, or the
+    /// last peak less a 32nd. A client that keeps a window of 64 calls in flight has few owed
+    /// just after a batch of its replies went out, and was taken for an interactive one for a
+    /// sixth of its calls (so it escaped the small budgets, and the client that waits for each
+    /// reply waited behind its batches); its peak comes back every window, even when all 64
+    /// replies go out at once, and a client that really does wait for its replies is
+    /// interactive again after about 30 calls.
+    static func recentInFlight(previous: Int, now: Int) -> Int {
+        max(now, previous - (previous + 31) / 32)
+    }
+
     /// A new batch began gathering. While an interactive client competes, a bulk client's
     /// calls come in rounds: its budget is fresh only when a batch holding an interactive
     /// call begins (or contention ends), so it adds at most `callsPerBatch` calls per

@@ -36,9 +36,11 @@ extension VarlinkServer {
                 conn.callIsPatient = false
                 handleCall?(call, conn)
                 callsHandled &+= 1
-                // Interactive: a client that waits for its replies — a few calls in flight, little
-                // queued behind them. A flooder or a deep pipeliner always has much more.
-                conn.interactive = !call.oneway && !conn.callIsPatient && conn.machine.owedReplies <= Self.interactiveWindow
+                // Interactive: a client that waits for its replies — a few calls in flight at its
+                // recent calls, not only at this one, little queued behind them. A flooder or a
+                // deep pipeliner always has much more.
+                conn.recentInFlight = Self.recentInFlight(previous: conn.recentInFlight, now: conn.machine.owedReplies)
+                conn.interactive = !call.oneway && !conn.callIsPatient && conn.recentInFlight <= Self.interactiveWindow
                     && conn.wire.bufferedInputCount <= Self.interactiveBacklog
                 if conn.interactive { noteInteractiveCall(conn, at: now()) }
                 if !conn.inBatch {
@@ -153,3 +155,4 @@ extension VarlinkServer {
         }
     }
 }
+

@@ -45,10 +45,21 @@ extension VarlinkServer {
         step(conn, .streamEnded)
     }
 
-    /// The stream may have more to produce (a monitor fell behind, its backlog set).
+    /// The stream may have more to produce (a monitor fell behind, its backlog set), or is
+    /// behind by another amount (which may take it over MaxOutputPerConnection).
     func streamChanged(_ conn: ClientConnection) {
         guard !conn.isClosed, conn.stream != nil else { return }
+        _ = conn.machine.on(.streamBehind(bytes: conn.streamBehindBytes))
         step(conn, .streamHasMore(conn.streamHasMore))
+    }
+
+    /// A monitor that is behind the live events is owed `bytes` more of them: only an addition,
+    /// unless that takes it over MaxOutputPerConnection (then `afterStep` cuts it off).
+    func streamFellBehind(_ conn: ClientConnection, by bytes: Int) {
+        guard !conn.isClosed, conn.stream != nil else { return }
+        conn.behindBytes += bytes
+        _ = conn.machine.on(.streamBehind(bytes: conn.behindBytes))
+        if conn.machine.exceedsOutputLimit { afterStep(conn) }
     }
 
     /// Every live monitor, for event fan-out.

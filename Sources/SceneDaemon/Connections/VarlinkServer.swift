@@ -115,6 +115,7 @@ final class VarlinkServer {
         var budget = ConnectionMachine.Budget()
         budget.idleMicroseconds = UInt64(max(limits.idleTimeout, 1))
         budget.owedBytesHighWater = min(budget.owedBytesHighWater, max(limits.maxOutputPerConnection / 4, 4096))
+        budget.maxOutputBytes = limits.maxOutputPerConnection
         return budget
     }
 
@@ -281,7 +282,10 @@ final class VarlinkServer {
             run(conn, conn.machine.serviceAction())
             if !conn.isClosed, conn.machine.mayProduce {
                 produceStream?(conn)
-                if !conn.isClosed, conn.stream != nil { _ = conn.machine.on(.streamHasMore(conn.streamHasMore)) }
+                if !conn.isClosed, conn.stream != nil {
+                    _ = conn.machine.on(.streamBehind(bytes: conn.streamBehindBytes))
+                    _ = conn.machine.on(.streamHasMore(conn.streamHasMore))
+                }
             }
             afterStep(conn)
         }
@@ -330,7 +334,7 @@ final class VarlinkServer {
         conn.accountedUnsent = m.outputBytes
         partialTotal += m.partialBytes - conn.accountedPartial
         conn.accountedPartial = m.partialBytes
-        if m.outputBytes > limits.maxOutputPerConnection {
+        if m.exceedsOutputLimit {
             step(conn, .limitExceeded("MaxOutputPerConnection", cutOutput: true, now: now()))
             return
         }

@@ -93,5 +93,6 @@ extension ManagerVarlink {
         // The first reply carries no event: it tells the client the subscription is in place.
         reply(c, continues: true) { _ in }
         c.conn.stream = .monitor(stream)
+        c.conn.behindBytes = 0
     }
 }

@@ -48,6 +48,12 @@ extension ManagerVarlink {
                 // The commit thread reads it; until then the stream has nothing to produce.
                 monitor.awaitingRead = true
             case .unavailable:
+                if monitor.fellBehind {
+                    // The events it fell behind by are no longer kept: it cannot have them all,
+                    // in order, any more. A slow reader, as if they had been queued for it.
+                    server.step(conn, .limitExceeded("MaxOutputPerConnection", cutOutput: true, now: server.now()))
+                    return
+                }
                 monitor.backlogNext = nil
                 monitor.liveFrom = manager.committedNextSequence
             }
@@ -59,16 +65,29 @@ extension ManagerVarlink {
         }
     }
 
-    /// Sends a piece of a monitor's backlog and moves it on (or to live once caught up).
+    /// Sends a piece of a monitor's backlog and moves it on (or to live once caught up). What it
+    /// sends comes off what it is behind by before it is queued, so that the two together never
+    /// count an event twice against MaxOutputPerConnection.
     private func deliverBacklog(_ events: [LifecycleEvent], to conn: ClientConnection, monitor: inout MonitorStream) {
         for e in events where monitor.matches(e) {
-            if monitor.attached { sendAppEvent(e, to: conn) } else { sendEvent(e, to: conn) }
+            if monitor.attached {
+                sendAppEvent(e, to: conn)
+                if conn.isClosed || !conn.machine.streaming { return }
+                continue
+            }
+            let bytes = Self.encodedEvent(e, withholdRestoration: !policy.maySeePrivateData(conn.peer.identity, app: e.app))
+            conn.behindBytes = max(0, conn.behindBytes - bytes.count)
+            _ = conn.machine.on(.streamBehind(bytes: conn.behindBytes))
+            server.appendOutput(conn, bytes)
+            if conn.isClosed || !conn.machine.streaming { return }
         }
         if let last = events.last, last.seq + 1 < manager.committedNextSequence {
             monitor.backlogNext = last.seq + 1
         } else {
             monitor.backlogNext = nil
             monitor.liveFrom = manager.committedNextSequence
+            monitor.fellBehind = false
+            conn.behindBytes = 0
         }
     }
 
@@ -91,6 +110,8 @@ extension ManagerVarlink {
                 Diagnostics.error("reading the event log: \(error)")
                 monitor.backlogNext = nil
                 monitor.liveFrom = manager.committedNextSequence
+                monitor.fellBehind = false
+                conn.behindBytes = 0
             }
             if !conn.isClosed, conn.stream != nil {
                 conn.stream = .monitor(monitor)
@@ -99,31 +120,107 @@ extension ManagerVarlink {
         }
     }
 
-    /// Live fan-out of committed events to monitors that have caught up. Each event is encoded
-    /// at most twice (with and without restoration data), however many monitors see it, and a
-    /// monitor's events are queued in pieces of up to `fanOutPiece` bytes rather than one by one:
-    /// with 100 monitors, encoding and queueing per monitor per event made every commit cost
-    /// everyone else a hundred times its events.
+    /// Live fan-out of committed events to monitors. Each event is encoded at most twice (with
+    /// and without restoration data), however many monitors see it, and a monitor's events are
+    /// queued in pieces of up to `fanOutPiece` bytes rather than one by one: with 100 monitors,
+    /// encoding and queueing per monitor per event made every commit cost everyone else a
+    /// hundred times its events.
+    ///
+    /// A monitor whose output reaches the high-water mark (its client does not read as fast as
+    /// events come) falls behind: from that event on nothing more is queued or copied for it;
+    /// it reads the events from the log, in order, as its client reads (`produce`), and what it
+    /// is behind by counts as unread output, so a client that never reads is cut off at
+    /// MaxOutputPerConnection as before, having cost a high-water mark of memory and copying
+    /// rather than the whole limit. (100 monitors that never read each had about 1 MiB queued
+    /// for them and copied, grown and faulted in again, before MaxBufferedOutput cut them one
+    /// by one, the last ones at 16 MiB: that cost a bystander half its throughput.)
     func publish(_ events: [LifecycleEvent]) {
         guard !events.isEmpty else { return }
         var encoded: [[UInt8]?] = []
         publishToAttached(events)
-        server.forEachMonitor { conn, monitor in
-            guard monitor.backlogNext == nil, !monitor.attached else { return }
+        /// The encoding of event `i` for `conn`: only a willConnectTo carrying restoration data
+        /// reads differently for a caller who may not see it.
+        func bytes(_ i: Int, for conn: ClientConnection) -> [UInt8] {
             if encoded.isEmpty { encoded = Array(repeating: nil, count: events.count * 2) }
+            let e = events[i]
+            var withhold = false
+            if case .connect(let restoration, _) = e.detail, restoration != nil {
+                withhold = !policy.maySeePrivateData(conn.peer.identity, app: e.app)
+            }
+            let k = 2 * i + (withhold ? 1 : 0)
+            if let done = encoded[k] { return done }
+            let made = Self.encodedEvent(e, withholdRestoration: withhold)
+            encoded[k] = made
+            return made
+        }
+        // Every event as most see it, for monitors without a filter that are behind: their share
+        // of a batch is the whole batch, unless it has restoration data someone may not see.
+        var whole: Int?
+        var wholeKnown = false
+        func wholeBatch(for conn: ClientConnection) -> Int? {
+            if wholeKnown { return whole }
+            wholeKnown = true
+            var total = 0
+            for i in events.indices {
+                if case .connect(let restoration, _) = events[i].detail, restoration != nil { return nil }
+                total += bytes(i, for: conn).count
+            }
+            whole = total
+            return total
+        }
+        server.forEachMonitor { conn, monitor in
+            // An attached app's stream is fed by publishToAttached.
+            if monitor.attached { return }
+            if monitor.backlogNext != nil {
+                // Behind (or replaying the backlog it asked for): what was published is owed too.
+                var behind = 0
+                if monitor.app == nil, monitor.session == nil, events[0].seq >= monitor.liveFrom, let all = wholeBatch(for: conn) {
+                    behind = all
+                } else {
+                    for i in events.indices where events[i].seq >= monitor.liveFrom && monitor.matches(events[i]) {
+                        behind += bytes(i, for: conn).count
+                    }
+                }
+                if behind > 0 { server.streamFellBehind(conn, by: behind) }
+                return
+            }
+            var m = monitor
+            var behind = 0
             var piece: [UInt8] = []
-            for (i, e) in events.enumerated() where e.seq >= monitor.liveFrom && monitor.matches(e) {
-                let withhold = !policy.maySeePrivateData(conn.peer.identity, app: e.app)
-                let k = 2 * i + (withhold ? 1 : 0)
-                if encoded[k] == nil { encoded[k] = Self.encodedEvent(e, withholdRestoration: withhold) }
-                piece += encoded[k]!
+            for i in events.indices where events[i].seq >= m.liveFrom && m.matches(events[i]) {
+                let b = bytes(i, for: conn)
+                if m.backlogNext != nil {
+                    behind += b.count
+                    continue
+                }
+                if !conn.machine.mayQueueLiveOutput(piece.count + b.count) {
+                    if !piece.isEmpty {
+                        server.appendOutput(conn, piece)
+                        piece = []
+                        if conn.isClosed || conn.stream == nil { return }
+                    }
+                    m.backlogNext = events[i].seq
+                    m.fellBehind = true
+                    behind += b.count
+                    continue
+                }
+                piece += b
                 if piece.count >= Self.fanOutPiece {
                     server.appendOutput(conn, piece)
                     piece = []
                     if conn.isClosed || conn.stream == nil { return }
                 }
             }
-            if !piece.isEmpty { server.appendOutput(conn, piece) }
+            if !piece.isEmpty {
+                server.appendOutput(conn, piece)
+                if conn.isClosed || conn.stream == nil { return }
+            }
+            guard m.backlogNext != nil else { return }
+            // It fell behind: from here it reads the log (`produce`) once its client has read.
+            conn.stream = .monitor(m)
+            conn.behindBytes = 0
+            server.streamFellBehind(conn, by: behind)
+            server.streamChanged(conn)
         }
     }
 
@@ -144,11 +241,6 @@ extension ManagerVarlink {
         w.endObject()
         w.bytes.append(0)
         return w.bytes
-    }
-
-    private func sendEvent(_ e: LifecycleEvent, to conn: ClientConnection) {
-        let withhold = !policy.maySeePrivateData(conn.peer.identity, app: e.app)
-        server.appendOutput(conn, Self.encodedEvent(e, withholdRestoration: withhold))
     }
 
 }
