@@ -9,6 +9,11 @@ import Varlink
 @Suite("SceneClient with the real daemon", .serialized)
 @MainActor
 struct SceneClientTests {
+    /// The delegates run on the main actor, which in the whole suite's process the other
+    /// suites' tests can keep busy for a minute or more on two cores: the deadlines these
+    /// tests do not examine are far away, and their waits (bounds, not timings) long.
+    static let patientConfiguration = Workspace.calmConfiguration + "\n[Lifecycle]\nDidEnterBackgroundTimeoutSec=10min\nWillTerminateTimeoutSec=10min\n"
+
     /// Reads the Monitor's events of `app` up to its `terminated`, and checks that the
     /// delegates saw exactly their callbacks and SceneClient exactly their sequence numbers.
     func checkSameAsMonitor(_ feed: MonitorFeed, _ running: RunningApp, _ context: String) throws {
@@ -26,9 +31,9 @@ struct SceneClientTests {
         #expect(running.recorder.overruns.isEmpty, "\(context): overruns \(running.recorder.overruns)")
     }
 
-    @Test("the delegates receive the Monitor's events as UIKit callbacks, in order", .timeLimit(.minutes(1)))
+    @Test("the delegates receive the Monitor's events as UIKit callbacks, in order", .timeLimit(.minutes(10)))
     func callbacksEqualMonitor() async throws {
-        let workspace = try Workspace()
+        let workspace = try Workspace(configuration: Self.patientConfiguration)
         let daemon = try DaemonProcess(workspace)
         let socket = workspace.socketPath
         let app = "org.example.client"
@@ -66,9 +71,9 @@ struct SceneClientTests {
         try daemon.stop()
     }
 
-    @Test("stateRestorationActivity's data comes back in willConnectTo after a disconnect", .timeLimit(.minutes(1)))
+    @Test("stateRestorationActivity's data comes back in willConnectTo after a disconnect", .timeLimit(.minutes(10)))
     func restorationAfterDisconnect() async throws {
-        let workspace = try Workspace()
+        let workspace = try Workspace(configuration: Self.patientConfiguration)
         let daemon = try DaemonProcess(workspace)
         let socket = workspace.socketPath
         let app = "org.example.restore"
@@ -112,7 +117,7 @@ struct SceneClientTests {
         try daemon.stop()
     }
 
-    @Test("a reclaim notice asks stateRestorationActivity and lets the scene go at once, with that state", .timeLimit(.minutes(1)))
+    @Test("a reclaim notice asks stateRestorationActivity and lets the scene go at once, with that state", .timeLimit(.minutes(10)))
     func reclaimNoticeSavesAndReleases() async throws {
         let workspace = try Workspace(configuration: """
             [Lifecycle]
@@ -121,7 +126,8 @@ struct SceneClientTests {
             SettleSec=100ms
             SuspendEarly=no
             TerminateSuspendedAtCritical=no
-            GraceCriticalSec=5s
+            GraceCriticalSec=10min
+            DidEnterBackgroundTimeoutSec=10min
             [Store]
             Durability=normal
             """)
@@ -137,7 +143,7 @@ struct SceneClientTests {
         try await manager(socket, "SetPressure", ["level": "critical"])
         try await eventually("reclaimed") { running.recorder.callbacks.contains("didDisconnect s1") }
         let waited = ContinuousClock.now - start
-        #expect(waited < .seconds(4), "released by the answer, not by the 5 s deadline: \(waited)")
+        #expect(waited < .seconds(540), "released by the answer, not by the 10 min deadline: \(waited)")
         #expect(running.recorder.callbacks.filter { $0 == "stateRestorationActivity s1" }.count == 2,
                 "asked again for the notice: \(running.recorder.callbacks)")
         let stored = try await manager(socket, "GetSession", ["session": "s1"])
@@ -150,9 +156,9 @@ struct SceneClientTests {
     }
 
     @Test("after scened restarts (SIGTERM, then kill -9) the app reattaches: nothing lost, nothing repeated",
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(10)))
     func reattachAfterRestart() async throws {
-        let workspace = try Workspace()
+        let workspace = try Workspace(configuration: Self.patientConfiguration)
         var daemon = try DaemonProcess(workspace)
         let socket = workspace.socketPath
         let app = "org.example.reattach"
@@ -162,7 +168,7 @@ struct SceneClientTests {
         // 1. A clean stop and a start on the same state directory.
         try daemon.stop()
         daemon = try DaemonProcess(workspace)
-        try await eventually("the first reattach", seconds: 15) { running.application.reattachCount == 1 && running.application.isAttached }
+        try await eventually("the first reattach", seconds: 300) { running.application.reattachCount == 1 && running.application.isAttached }
         try await manager(socket, "Background", ["session": "s1"])
         try await manager(socket, "Activate", ["session": "s1"])
         try await eventually("active again") { running.recorder.callbacks.filter { $0 == "didBecomeActive s1" }.count == 2 }
@@ -173,7 +179,7 @@ struct SceneClientTests {
         daemon.crash()
         _ = daemon.child.wait(seconds: 5)
         daemon = try DaemonProcess(workspace)
-        try await eventually("the second reattach", seconds: 15) { running.application.reattachCount == 2 && running.application.isAttached }
+        try await eventually("the second reattach", seconds: 300) { running.application.reattachCount == 2 && running.application.isAttached }
         try await eventually("the backgrounding handled") { running.recorder.callbacks.filter { $0 == "stateRestorationActivity s1" }.count == 2 }
         try await manager(socket, "Activate", ["session": "s1"])
         try await manager(socket, "Background", ["session": "s1"])
@@ -191,9 +197,9 @@ struct SceneClientTests {
         try daemon.stop()
     }
 
-    @Test("scene-notes restores its saved state after kill -9 and a new start", .timeLimit(.minutes(1)))
+    @Test("scene-notes restores its saved state after kill -9 and a new start", .timeLimit(.minutes(10)))
     func exampleRestoresAfterKill() throws {
-        let workspace = try Workspace()
+        let workspace = try Workspace(configuration: Self.patientConfiguration)
         let daemon = try DaemonProcess(workspace)
         let socket = workspace.socketPath
         let notes = try Binaries.require(Binaries.directory + "/scene-notes")
@@ -203,23 +209,23 @@ struct SceneClientTests {
             let reply = try? VarlinkClient(path: socket, timeout: .seconds(5)).call("io.scened.Manager.ListSessions", ["app": .string(app)])
             return reply?["sessions"]?[0]?["state"]?.stringValue
         }
-        #expect(waitUntil(seconds: 10) { state() == "foregroundActive" }, "first start: \(first.stdout)")
+        #expect(waitUntil(seconds: 120) { state() == "foregroundActive" }, "first start: \(first.stdout)")
         try daemon.call("Background", ["session": "s1"])
-        #expect(waitUntil(seconds: 10) { first.stdout.contains("saving counter=1") }, "\(first.stdout)")
+        #expect(waitUntil(seconds: 120) { first.stdout.contains("saving counter=1") }, "\(first.stdout)")
         // The app prints before its answer is sent: kill it only once scened has the state.
-        #expect(waitUntil(seconds: 10) {
+        #expect(waitUntil(seconds: 120) {
             let s = try? daemon.call("GetSession", ["session": "s1"])
             return s?["session"]?["restoration"]?["json"] != nil || s?["session"]?["restoration"]?["base64"] != nil
         }, "the answer with the state did not reach scened")
         first.killNow()
-        #expect(waitUntil(seconds: 10) {
+        #expect(waitUntil(seconds: 120) {
             (try? daemon.call("GetApp", ["app": .string(app)]))?["app"]?["process"]?.stringValue == "notRunning"
         })
         let second = try ChildProcess([notes, "--app", app, "--socket", socket], directory: workspace.path, label: "notes-2")
-        #expect(waitUntil(seconds: 10) { second.stdout.contains("restored counter=1") }, "second start: \(second.stdout)")
-        #expect(waitUntil(seconds: 10) { second.stdout.contains("counter=2") }, "\(second.stdout)")
+        #expect(waitUntil(seconds: 120) { second.stdout.contains("restored counter=1") }, "second start: \(second.stdout)")
+        #expect(waitUntil(seconds: 120) { second.stdout.contains("counter=2") }, "\(second.stdout)")
         try daemon.call("Terminate", ["app": .string(app)])
-        #expect(second.finish(within: 10) == 0, "\(second.stdout)\n\(second.stderr)")
+        #expect(second.finish(within: 120) == 0, "\(second.stdout)\n\(second.stderr)")
         try daemon.stop()
     }
 }
@@ -231,7 +237,7 @@ struct SceneClientTests {
 struct SceneClientDeadlineTests {
     static let shortDeadline = Workspace.calmConfiguration + "\n[Lifecycle]\nDidEnterBackgroundTimeoutSec=300ms\n"
 
-    @Test("a handler that overruns didEnterBackground is reported and the app terminated as hung", .timeLimit(.minutes(1)))
+    @Test("a handler that overruns didEnterBackground is reported and the app terminated as hung", .timeLimit(.minutes(10)))
     func overrunIsReported() async throws {
         let workspace = try Workspace(configuration: Self.shortDeadline)
         let daemon = try DaemonProcess(workspace)

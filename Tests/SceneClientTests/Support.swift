@@ -169,7 +169,7 @@ final class MonitorFeed: @unchecked Sendable {
     deinit { stop() }
 
     /// Waits until an event satisfies `condition`; the events up to it.
-    func wait(seconds: Double = 10, _ what: String, for condition: (JSONValue) -> Bool) throws -> [JSONValue] {
+    func wait(seconds: Double = 300, _ what: String, for condition: (JSONValue) -> Bool) throws -> [JSONValue] {
         var found: [JSONValue]?
         _ = waitUntil(seconds: seconds) {
             let now = all
@@ -218,7 +218,7 @@ func mainSleep(_ duration: Duration) async {
 
 /// Polls `condition` on the main actor every 10 ms for up to `seconds`.
 @MainActor
-func eventually(_ what: String, seconds: Double = 10, _ condition: @MainActor () -> Bool) async throws {
+func eventually(_ what: String, seconds: Double = 300, _ condition: @MainActor () -> Bool) async throws {
     let deadline = Deadline(seconds: seconds)
     while !condition() {
         if deadline.hasPassed { throw TestFailure("timed out after \(seconds) s waiting for \(what)") }
@@ -258,7 +258,7 @@ final class RunningApp {
     }
 
     /// Waits for run() to return, at most `seconds`.
-    func ending(seconds: Double = 10) async throws -> SceneApplicationEnding {
+    func ending(seconds: Double = 300) async throws -> SceneApplicationEnding {
         let deadline = Deadline(seconds: seconds)
         let box = Locked<Result<SceneApplicationEnding, RunError>?>(nil)
         let task = task
