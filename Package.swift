@@ -17,6 +17,12 @@ let package = Package(
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
+        // fork → exec of app processes (the child side in C: only async-signal-safe calls after
+        // fork in a multithreaded parent).
+        .target(name: "CProcessShim"),
+        // Starting, freezing, ending and measuring app processes: cgroup v2, process groups, /proc.
+        .target(name: "ProcessKit", dependencies: ["CProcessShim"]),
+
         // Pure core: no I/O, no clocks, no globals.
         .target(name: "SceneCore"),
         // Wire protocol: JSON, framing, connection state machine, IDL, sockets, client.
@@ -33,7 +39,7 @@ let package = Package(
         // scenectl's logic, as a library so that it can be unit-tested.
         .target(name: "SceneControl", dependencies: ["Varlink", "SystemdKit", "SceneCore", "SceneReplay", "SceneInterface", "Locking"]),
         // Service wiring.
-        .target(name: "SceneDaemon", dependencies: ["SceneCore", "SceneStore", "SystemdKit", "Varlink", "SceneInterface", "Locking", "SceneReplay"]),
+        .target(name: "SceneDaemon", dependencies: ["SceneCore", "SceneStore", "SystemdKit", "Varlink", "SceneInterface", "Locking", "SceneReplay", "ProcessKit"]),
 
         // The app side of io.scened.App with UIKit's delegate protocols (Foundation and the
         // repo's Varlink client only).

@@ -74,6 +74,8 @@ final class Daemon {
         let me = Unmanaged.passUnretained(self)
         service.daemon = self
         service.attachments.deadlines = settings.appDeadlines
+        service.appSettings = settings.apps
+        service.socketPath = socketPath
         reclaim.reconfigure(grace: settings.reclaimGrace)
         reclaim.takesNotice = { app in me.takeUnretainedValue().service.attachments.attachment(of: app) != nil }
         reclaim.sendNotices = { notices in me.takeUnretainedValue().service.sendNotices(notices) }
@@ -135,6 +137,7 @@ final class Daemon {
         let code = try loop.run()
         // A clean, committed shutdown: everything gathered is committed before exiting.
         pass()
+        service.stopStartedApps()
         while manager.isCommitting || manager.hasPending {
             apply(manager.drain())
             apply(manager.startCommit())
@@ -171,6 +174,7 @@ final class Daemon {
         server.beginPass()
         server.serve()
         service.superviseApps()
+        service.superviseLaunches()
         reclaim.evaluate()
         startCommit()
         server.enforceGlobalLimits()
@@ -265,7 +269,10 @@ final class Daemon {
 
     private func rearmAppTimer() {
         guard let timer = appTimer else { return }
-        let due = service.attachments.nextDeadline()
+        var due = service.attachments.nextDeadline()
+        if !service.launches.isEmpty, let launch = service.launches.nextDeadline(), due.map({ launch < $0 }) ?? true {
+            due = launch
+        }
         // Every pass asks; the timer is touched only when the earliest deadline moved.
         guard due != appTimerDue else { return }
         appTimerDue = due
@@ -367,6 +374,7 @@ final class Daemon {
         server.limits = new.limits
         service.policy = new.accessPolicy
         service.attachments.deadlines = new.appDeadlines
+        service.appSettings = new.apps
         reclaim.reconfigure(grace: new.reclaimGrace)
         reclaim.reconfigure(new.reclaimConfiguration, budget: new.memoryBudget, watermarks: new.watermarks,
                             hold: TimeSpan(microseconds: new.pressureHold),

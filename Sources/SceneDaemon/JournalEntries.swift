@@ -24,6 +24,7 @@ enum MessageID {
     static let permissionDenied = "e6d1b2a4c3f94f6e8a7d5c0b9e1f2a37"
     static let appAttachment = "50a051f3425e437aa792584eef5deb8d"
     static let appDeadlineMissed = "7022d68d85414151a339db69618dd82a"
+    static let appProcess = "d755a8f298b64822be95a92e20781b26"
     static let rowQuarantined = "11e83c9298ac403eae2cbba03cc7edd1"
     static let logDamaged = "877aaf2eb2784d9593960151686fcf7a"
     static let logRecovered = "56a2348053394cb4a8fd300aea9936be"

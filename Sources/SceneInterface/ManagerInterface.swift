@@ -132,7 +132,11 @@ type App (
   # Sum of the footprints of its live sessions.
   sceneFootprint: int,
   # The process attached as the app through io.scened.App, if one is.
-  attachedPid: ?int
+  attachedPid: ?int,
+  # For an app scened starts itself (ExecStart= in apps.d/APP.conf): its main process, if
+  # one runs, and whether it is frozen (its app is suspended).
+  startedPid: ?int,
+  frozen: ?bool
 )
 
 # What the reclaim policy recorded with an action.
@@ -444,5 +448,9 @@ error ProtocolViolation (reason: string, message: string)
 # MaxBufferedOutput: its unsent replies were dropped), a stalled message (IdleTimeoutSec) and
 # MaxBufferedInput the connection is closed after this error; otherwise only the call failed.
 error LimitExceeded (limit: string, maximum: int, message: string)
+# The app is one scened starts (ExecStart=) and its process could not be started, exited
+# before it attached, or did not attach within AttachTimeoutSec=; the call that needed it
+# launched was not carried out. The journal has the process's exit status.
+error LaunchFailed (app: string, message: string)
 """
 }

@@ -63,6 +63,14 @@ public enum Journal {
             + JournalField.codeLocation(file: file, line: line, function: function) + fields)
     }
 
+    /// A new stream connection to journald whose lines become entries with this
+    /// SYSLOG_IDENTIFIER (what systemd gives a service's stdout); nil when journald is not
+    /// reachable. The caller owns the descriptor.
+    public static func streamFD(identifier: String, priority: Priority = .info) -> Int32? {
+        let fd = sd_journal_stream_fd(identifier, priority.rawValue, 0)
+        return fd >= 0 ? fd : nil
+    }
+
     /// True when stderr is a stream to journald, i.e. `JOURNAL_STREAM` names the device and
     /// inode of fd 2 (systemd sets it for `StandardError=journal`). Then structured `send` is the
     /// right way to log; otherwise (a terminal, a pipe) print human-readable text.

@@ -35,4 +35,23 @@ public enum UserDatabase {
             return String(cString: name)
         }
     }
+
+    /// A user's primary group and home directory, for starting a process as that user.
+    public struct Entry: Sendable, Equatable {
+        public let uid: UInt32
+        public let gid: UInt32
+        public let name: String
+        public let home: String
+    }
+
+    public static func entry(uid: UInt32) -> Entry? {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 16384) { buffer -> Entry? in
+            var entry = passwd()
+            var result: UnsafeMutablePointer<passwd>?
+            guard getpwuid_r(uid, &entry, buffer.baseAddress!, buffer.count, &result) == 0, result != nil else { return nil }
+            return Entry(uid: entry.pw_uid, gid: entry.pw_gid,
+                         name: entry.pw_name.map { String(cString: $0) } ?? String(uid),
+                         home: entry.pw_dir.map { String(cString: $0) } ?? "/")
+        }
+    }
 }

@@ -11,6 +11,8 @@ struct AppSettings: Equatable, Sendable {
     /// Resolved at load.
     var uid: UInt32?
     var gid: UInt32?
+    /// `[Launch]`: how scened starts the app itself, if it does.
+    var launch = LaunchSettings()
 
     var owner: AccessPolicy.AppOwner { AccessPolicy.AppOwner(uid: uid, gid: gid) }
 }
@@ -37,7 +39,7 @@ struct AppSettingKey: Sendable {
             s.gid = gid
             return nil
         }, show: { $0.group ?? "" }),
-    ]
+    ] + launchKeys
 
     static func find(section: String, key: String) -> AppSettingKey? {
         all.first { $0.section == section && $0.key == key }

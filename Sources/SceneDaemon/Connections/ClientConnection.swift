@@ -134,6 +134,9 @@ enum ReplyStream {
     case listing(SessionListing)
     /// ExportTrace: the event log read piece by piece and turned into trace lines.
     case export(TraceExport)
+    /// Not a stream: a call waiting for its app's process to attach (the connection takes no
+    /// further call until it is answered, as while a stream runs).
+    case launching(AppID)
 }
 
 struct MonitorStream {
@@ -189,7 +192,7 @@ extension ClientConnection {
         case .listing: true
         case .monitor(let m): m.backlogNext != nil && !m.awaitingRead
         case .export(let x): !x.awaitingRead
-        case nil: false
+        case .launching, nil: false
         }
     }
 }

@@ -55,6 +55,24 @@ extension VarlinkServer {
         return .none
     }
 
+    /// A call that waited (its app's process was starting) runs now, as if it had just been
+    /// read; then the connection takes its next calls again.
+    func resumeParked(_ conn: ClientConnection, _ call: VarlinkCall) {
+        conn.stream = nil
+        conn.callIsPatient = false
+        handleCall?(call, conn)
+        callsHandled &+= 1
+        if !conn.inBatch {
+            conn.inBatch = true
+            batchMembers.append(conn)
+        }
+        if conn.stream != nil {
+            // It waits again (its app's process went away before the call ran).
+            return
+        }
+        streamEnded(conn)
+    }
+
     /// Writes until the socket is full or the output is empty.
     func write(_ conn: ClientConnection) -> ConnectionMachine.Action {
         guard conn.machine.outputBytes > 0, conn.machine.phase != .peerGone else { return .none }

@@ -35,6 +35,7 @@ extension ManagerVarlink {
             _ = try run(.launch(app))
         }
         _ = attachments.attach(app, connection: c.conn.number, pid: c.caller.pid)
+        if !launches.isEmpty { launchAttached(app) }
         let first = stream.backlogNext ?? stream.liveFrom
         let d = attachments.deadlines
         let grace = manager.engine.configuration.expirationGrace
@@ -70,6 +71,7 @@ extension ManagerVarlink {
                 // What UIKit asks stateRestorationActivity(for:) for as the scene backgrounds.
                 _ = try run(.saveState(id, restoration))
             }
+            if awaited.name == .willTerminate, !launches.isEmpty { launchFinished(app) }
             reply(c) { _ in }
         case .late:
             throw Self.appError("DeadlinePassed", app, [("seq", .int(Int64(seq)))],
@@ -109,6 +111,7 @@ extension ManagerVarlink {
             _ = try run(.processDied(app, reason: .exited))
         }
         attachments.detach(app)
+        if !launches.isEmpty { launchFinished(app) }
         reply(c) { _ in }
         if let conn = server.connections[attachment.connection], case .monitor(let m)? = conn.stream, m.attached {
             // The Attach call ends once everything before the Detach is out.

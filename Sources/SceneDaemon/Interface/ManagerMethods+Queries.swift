@@ -22,7 +22,7 @@ extension ManagerVarlink {
             w.key("apps")
             w.beginArray()
             for id in engine.apps.keys.sorted() {
-                w.app(engine.apps[id]!, engine: engine, attachedPid: self.attachments.attachment(of: id)?.pid)
+                w.app(engine.apps[id]!, engine: engine, attachedPid: self.attachments.attachment(of: id)?.pid, started: self.startedProcess(id))
             }
             w.endArray()
         }

@@ -18,6 +18,9 @@ struct ManagerMethod: Sendable {
     let access: MethodAccess
     /// What the call does when `app` resolves to nil, for the refusal's message.
     var adminOnlyCase: String?
+    /// The call launches its app if it is not running: for an app scened starts itself, it
+    /// waits for the app's process to attach.
+    var launches = false
     let handler: @Sendable (ManagerVarlink) -> (MethodCall) throws(VarlinkError) -> Void
 }
 
@@ -31,10 +34,10 @@ enum ManagerMethods {
 
     static let all: [ManagerMethod] = [
         // The life cycle: for the app's owner and administrators.
-        ManagerMethod(name: "Launch", access: .app(appParameter), handler: ManagerVarlink.launch),
+        ManagerMethod(name: "Launch", access: .app(appParameter), launches: true, handler: ManagerVarlink.launch),
         ManagerMethod(name: "Terminate", access: .app(appParameter), handler: ManagerVarlink.terminate),
-        ManagerMethod(name: "Connect", access: .app(connectApp), adminOnlyCase: "of a protected session", handler: ManagerVarlink.connect),
-        ManagerMethod(name: "Activate", access: .app(sessionApp), handler: ManagerVarlink.activate),
+        ManagerMethod(name: "Connect", access: .app(connectApp), adminOnlyCase: "of a protected session", launches: true, handler: ManagerVarlink.connect),
+        ManagerMethod(name: "Activate", access: .app(sessionApp), launches: true, handler: ManagerVarlink.activate),
         ManagerMethod(name: "Deactivate", access: .app(sessionApp), handler: ManagerVarlink.deactivate),
         ManagerMethod(name: "Background", access: .app(sessionApp), handler: ManagerVarlink.background),
         ManagerMethod(name: "Disconnect", access: .app(sessionApp), handler: ManagerVarlink.disconnect),

@@ -88,7 +88,7 @@ extension ManagerVarlink {
     func replyApp(_ app: AppID, _ c: MethodCall) {
         reply(c) { w in
             let engine = self.manager.engine
-            if let a = engine.apps[app] { w.key("app"); w.app(a, engine: engine, attachedPid: self.attachments.attachment(of: app)?.pid) }
+            if let a = engine.apps[app] { w.key("app"); w.app(a, engine: engine, attachedPid: self.attachments.attachment(of: app)?.pid, started: self.startedProcess(app)) }
         }
     }
 }

@@ -60,7 +60,7 @@ extension ManagerVarlink {
             if !conn.isClosed, conn.stream != nil { conn.stream = .monitor(monitor) }
         case .export(let export):
             produceTrace(conn, export)
-        case nil:
+        case .launching, nil:
             return
         }
     }
@@ -137,6 +137,8 @@ extension ManagerVarlink {
     func publish(_ events: [LifecycleEvent]) {
         guard !events.isEmpty else { return }
         var encoded: [[UInt8]?] = []
+        // Before the app's process gets them: a resumed app is thawed first.
+        if !launches.isEmpty { observeLaunches(events) }
         publishToAttached(events)
         /// The encoding of event `i` for `conn`: only a willConnectTo carrying restoration data
         /// reads differently for a caller who may not see it.

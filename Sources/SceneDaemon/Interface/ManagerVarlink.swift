@@ -27,6 +27,19 @@ final class ManagerVarlink {
     /// Attached processes whose connection closed, to be terminated as exited.
     var pendingDeaths: [(AppID, Int32)] = []
     var appEntryLog = RateLimiter()
+    /// The apps scened starts itself: the table decides, the launcher carries out (made at
+    /// the first launch, so that a daemon with no such app never touches cgroups).
+    var launches = LaunchTable()
+    var launcher: AppLauncher?
+    var appSettings: [AppID: AppSettings] = [:]
+    /// Calls waiting for their app's process to attach, by app.
+    var parked: [AppID: [(connection: Int, call: VarlinkCall)]] = [:]
+    /// Launches settled since the last pass: their waiting calls go ahead (nil) or fail.
+    var launchOutcomes: [(AppID, String?)] = []
+    /// Started processes that exited, with their status, to be carried out in the pass.
+    var pendingExits: [(AppID, String)] = []
+    /// The socket a started app is told to attach on (SCENED_SOCKET).
+    var socketPath = ""
 
     /// ListSessions without `more` answers at most this many sessions.
     static let maxUnstreamedSessions = 10_000
@@ -83,6 +96,7 @@ final class ManagerVarlink {
         let context = MethodCall(call: call, p: CallParameters(object: call.parameters), conn: conn, caller: caller)
         do {
             try authorize(method, context)
+            if method.launches, try parkForLaunch(method, context) { return }
             try method.handler(self)(context)
         } catch {
             fail(call, conn, error)

@@ -77,7 +77,8 @@ extension JSONWriter {
     }
 
     /// `attachedPid`: the process attached as the app through io.scened.App, if any.
-    mutating func app(_ a: AppRecord, engine: LifecycleEngine, attachedPid: Int32? = nil) {
+    mutating func app(_ a: AppRecord, engine: LifecycleEngine, attachedPid: Int32? = nil,
+                      started: (pid: Int32, frozen: Bool)? = nil) {
         beginObject()
         field("id", a.id)
         field("process", static: a.process.staticName)
@@ -101,6 +102,10 @@ extension JSONWriter {
         field("baseFootprint", a.baseFootprint)
         field("sceneFootprint", engine.sceneFootprint(of: a))
         if let pid = attachedPid { field("attachedPid", Int64(pid)) }
+        if let started {
+            field("startedPid", Int64(started.pid))
+            field("frozen", started.frozen)
+        }
         endObject()
     }
 

@@ -1,0 +1,205 @@
+import Glibc
+import ProcessKit
+import SceneCore
+import SceneInterface
+import SystemdKit
+import Varlink
+
+/// The shell around `LaunchTable`: parks the calls that need a started app's process, feeds
+/// the table what happened, and carries out what it returns with `AppLauncher`.
+extension ManagerVarlink {
+    /// A call that launches its app, for an app scened starts (`ExecStart=`) whose process
+    /// is not attached: it waits (its connection takes no further call) until the process
+    /// attaches, then runs as if it had just arrived; or it fails with LaunchFailed.
+    func parkForLaunch(_ method: ManagerMethod, _ c: MethodCall) throws(VarlinkError) -> Bool {
+        guard case .app(let concerned) = method.access, let apps = try concerned(c, manager.engine),
+              apps.count == 1, let app = apps.first, let settings = appSettings[app], settings.launch.starts
+        else { return false }
+        let attached = attachments.attachment(of: app) != nil
+        let process = manager.engine.apps[app]?.process ?? .notRunning
+        // A running app with no process of ours (restored so, or attached by hand before) is
+        // left as it is, as an app scened does not start.
+        guard !attached, process == .notRunning || launches.process(of: app) != nil,
+              launches.mustWait(app, attached: attached) else { return false }
+        parked[app, default: []].append((c.conn.number, c.call))
+        c.conn.stream = .launching(app)
+        carryOut(launches.launchWanted(app))
+        return true
+    }
+
+    /// Each pass: exits noticed, deadlines passed, suspended apps that may now be frozen,
+    /// waiting calls settled, emptied cgroups removed.
+    func superviseLaunches() {
+        guard !launches.isEmpty || !launchOutcomes.isEmpty || launcher?.pendingCleanUps.isEmpty == false else { return }
+        let now = manager.clock.now()
+        if !pendingExits.isEmpty {
+            let exits = pendingExits
+            pendingExits = []
+            for (app, status) in exits {
+                if let p = launches.process(of: app) {
+                    appLog(.info, app, "\(app)'s process (pid \(p.pid)) \(status).", id: MessageID.appProcess,
+                           [("SCENED_EXIT_STATUS", status)])
+                }
+                let running = (manager.engine.apps[app]?.process ?? .notRunning) != .notRunning
+                carryOut(launches.exited(app, status: status, stillRunning: running))
+            }
+        }
+        carryOut(launches.expire(now: now))
+        for (app, p) in launches.processes where p.wantFrozen && !p.frozen {
+            let owes = attachments.attachment(of: app).map { !$0.awaiting.isEmpty } ?? false
+            carryOut(launches.settle(app, owesAnswer: owes))
+        }
+        if !launchOutcomes.isEmpty {
+            let outcomes = launchOutcomes
+            launchOutcomes = []
+            for (app, failure) in outcomes { settleWaiters(app, failure) }
+        }
+        if let launcher { for app in launcher.pendingCleanUps { launcher.cleanUp(app) } }
+    }
+
+    /// The committed events of started apps, before they are published.
+    func observeLaunches(_ events: [LifecycleEvent]) {
+        let now = manager.clock.now()
+        for e in events where launches.process(of: e.app) != nil {
+            carryOut(launches.observe(e, now: now))
+        }
+    }
+
+    /// The started process of `app`, for GetApp and ListApps.
+    func startedProcess(_ app: AppID) -> (pid: Int32, frozen: Bool)? {
+        guard !launches.isEmpty, let p = launches.process(of: app) else { return nil }
+        return (p.pid, p.frozen)
+    }
+
+    /// A process attached as `app`: a launch waiting for it has completed.
+    func launchAttached(_ app: AppID) {
+        carryOut(launches.attached(app))
+    }
+
+    /// The app answered willTerminate or detached: a stop need not wait for its deadline.
+    func launchFinished(_ app: AppID) {
+        carryOut(launches.finished(app, now: manager.clock.now()))
+    }
+
+    func carryOut(_ actions: [LaunchTable.Action]) {
+        for action in actions {
+            switch action {
+            case .spawn(let app):
+                spawn(app)
+            case .freeze(let app):
+                if let problem = launcher?.freeze(app) {
+                    appLog(.warning, app, "Could not freeze \(app): \(problem).", id: MessageID.appProcess)
+                }
+            case .thaw(let app):
+                if let problem = launcher?.thaw(app) {
+                    appLog(.warning, app, "Could not thaw \(app): \(problem).", id: MessageID.appProcess)
+                }
+            case .signal(let app):
+                launcher?.terminate(app)
+            case .kill(let app):
+                launcher?.kill(app)
+            case .resumeWaiters(let app):
+                launchOutcomes.append((app, nil))
+                server.requestPass?()
+            case .failWaiters(let app, let message):
+                launchOutcomes.append((app, message))
+                appLog(.err, app, "Launching \(app) failed: \(message).", id: MessageID.appProcess,
+                       [("SCENED_LAUNCH_ERROR", message)])
+                server.requestPass?()
+            case .died(let app, let status):
+                if let record = manager.engine.apps[app], record.process != .notRunning {
+                    _ = try? manager.execute(.processDied(app, reason: .exited))
+                }
+                appLog(.notice, app, "\(app) terminated as exited: \(status).", id: MessageID.appProcess,
+                       [("SCENED_EXIT_STATUS", status)])
+            case .cleanUp(let app):
+                launcher?.cleanUp(app)
+            }
+        }
+    }
+
+    private func spawn(_ app: AppID) {
+        guard let settings = appSettings[app] else {
+            carryOut(launches.spawnFailed(app, "\(app) has no ExecStart= any more"))
+            return
+        }
+        if launcher == nil, let loop = daemon?.loop {
+            let made = AppLauncher(loop: loop)
+            let me = Unmanaged.passUnretained(self)
+            made.onExit = { app, status in
+                let service = me.takeUnretainedValue()
+                service.pendingExits.append((app, status))
+                service.server.requestPass?()
+            }
+            if let problem = made.cgroupProblem { Diagnostics.warning(problem) }
+            launcher = made
+        }
+        guard let launcher else { return }
+        let launch = settings.launch
+        var spec = LaunchSpec(executable: launch.command[0], arguments: launch.command, environment: [])
+        let me = geteuid()
+        let user = UserDatabase.entry(uid: settings.uid ?? me)
+        if me == 0, let uid = settings.uid, uid != 0 {
+            // Root starts the app as its owner; anyone else starts it as itself.
+            spec.uid = uid
+            spec.gid = settings.gid ?? user?.gid ?? uid
+        } else if let uid = settings.uid, uid != me {
+            carryOut(launches.spawnFailed(app, "User=\(settings.user ?? String(uid)): only root can start an app as another user"))
+            return
+        }
+        spec.workingDirectory = launch.workingDirectory ?? user?.home
+        spec.environment = launch.environment(app: app, socket: socketPath, home: user?.home, user: user?.name)
+        // Its output goes where a service's would: to the journal under its app id when
+        // scened logs to the journal, else to scened's own stderr.
+        let stream = Journal.isConnectedToJournal() ? Journal.streamFD(identifier: app.rawValue) : nil
+        spec.stdoutFD = stream ?? 2
+        spec.stderrFD = stream ?? 2
+        defer { if let stream { close(stream) } }
+        do {
+            let pid = try launcher.spawn(app, spec)
+            launches.spawned(app, pid: pid, timeouts: LaunchTable.Timeouts(
+                attach: launch.attachTimeout, stop: launch.stopTimeout, willTerminate: attachments.deadlines.willTerminate),
+                             now: manager.clock.now())
+            appLog(.info, app, "Started \(app): pid \(pid), \(launch.command.joined(separator: " ")).", id: MessageID.appProcess)
+        } catch {
+            carryOut(launches.spawnFailed(app, error.message))
+        }
+    }
+
+    /// The calls that waited for `app`'s launch go ahead, or get LaunchFailed.
+    private func settleWaiters(_ app: AppID, _ failure: String?) {
+        guard let waiting = parked.removeValue(forKey: app) else { return }
+        for (number, call) in waiting {
+            guard let conn = server.connections[number], !conn.isClosed, case .launching(let a)? = conn.stream, a == app
+            else { continue }
+            if let failure {
+                if !call.oneway {
+                    var p = JSONObject([("app", .string(app.rawValue))])
+                    p["message"] = .string("\(app) could not be launched: \(failure)")
+                    _ = conn.holdError(batch: manager.gathering, VarlinkError(name: ManagerInterface.name + ".LaunchFailed", parameters: p))
+                }
+                server.streamEnded(conn)
+            } else {
+                server.resumeParked(conn, call)
+            }
+        }
+    }
+
+    /// At a clean shutdown: the processes scened started end with it (the service manager
+    /// would kill them with its cgroup anyway); their apps are terminated as exited so that
+    /// the store says what is true. Bounded: SIGTERM, up to `wait`, then SIGKILL.
+    func stopStartedApps(wait: TimeSpan = .seconds(2)) {
+        guard let launcher, !launches.processes.isEmpty else { launcher?.removeBase(); return }
+        for (app, _) in launches.processes {
+            if let record = manager.engine.apps[app], record.process != .notRunning {
+                _ = try? manager.execute(.processDied(app, reason: .exited))
+            }
+            launcher.terminate(app)
+        }
+        launcher.waitForExits(upTo: wait)
+        for (app, _) in launches.processes { launcher.kill(app) }
+        launcher.waitForExits(upTo: .milliseconds(500))
+        for app in launcher.pendingCleanUps { launcher.cleanUp(app) }
+        launcher.removeBase()
+    }
+}

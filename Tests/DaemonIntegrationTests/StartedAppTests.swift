@@ -1,0 +1,237 @@
+import Glibc
+import ScenedTestSupport
+import Testing
+import Varlink
+
+/// Apps scened starts itself (ExecStart= in apps.d/APP.conf), with real processes: a launch
+/// starts the process and completes when it attaches; suspension freezes it; termination ends
+/// it and everything it started; failures are clear errors; careless callers of a launch that
+/// waits hurt nobody.
+@Suite("Apps scened starts itself", .serialized)
+struct StartedAppTests {
+    static let configuration = """
+        [Lifecycle]
+        SuspendDelaySec=300ms
+        [Store]
+        Durability=normal
+        """
+
+    /// Writes apps.d/APP.conf beside the workspace's configuration.
+    static func appFile(_ workspace: Workspace, _ app: String, _ body: String) throws {
+        mkdir(workspace.directory.file("apps.d"), 0o755)
+        try writeTextFile(workspace.directory.file("apps.d/\(app).conf"), body + "\n")
+    }
+
+    static func notes(_ workspace: Workspace, _ app: String) throws -> String {
+        let notes = try Binaries.require(Binaries.directory + "/scene-notes")
+        return "\(notes) --app \(app) --socket \(workspace.socketPath)"
+    }
+
+    /// GetApp's record; empty for an app scened has never had running (NoSuchApp).
+    static func app(_ daemon: DaemonProcess, _ app: String) throws -> JSONObject {
+        do {
+            return try daemon.call("GetApp", ["app": .string(app)])["app"]?.objectValue ?? [:]
+        } catch let error as VarlinkError where error.name == "io.scened.Manager.NoSuchApp" {
+            return [:]
+        }
+    }
+
+    /// The process's v2 cgroup directory, from /proc/PID/cgroup's "0::" line.
+    static func cgroupDirectory(_ pid: Int32) -> String? {
+        let text = readTextFile("/proc/\(pid)/cgroup")
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("0::") }) else { return nil }
+        let path = String(line.dropFirst(3))
+        for root in ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"] where access(root + "/cgroup.procs", F_OK) == 0 {
+            if access(root + path + "/cgroup.events", F_OK) == 0 { return root + path }
+        }
+        return nil
+    }
+
+    /// Fields of /proc/PID/stat after the command: [state, ppid, pgrp, session, ...].
+    static func stat(_ pid: Int32) -> [String]? {
+        let text = readTextFile("/proc/\(pid)/stat")
+        guard let close = text.lastIndex(of: ")") else { return nil }
+        return text[text.index(after: close)...].split(separator: " ").map(String.init)
+    }
+
+    static func waitUntil(_ what: String, seconds: Double = 10, _ condition: () throws -> Bool) throws {
+        let deadline = Deadline(seconds: seconds)
+        while !(try condition()) {
+            if deadline.hasPassed { throw TestFailure("not within \(seconds) s: \(what)") }
+            usleep(20_000)
+        }
+    }
+
+    @Test("a Connect starts the app in a clean process of its own and completes when it attaches; suspension freezes it; termination ends it",
+          .timeLimit(.minutes(3)))
+    func startFreezeThawTerminate() throws {
+        let workspace = try Workspace(configuration: Self.configuration)
+        let app = "com.example.started"
+        try Self.appFile(workspace, app, """
+            [Launch]
+            ExecStart=\(try Self.notes(workspace, app))
+            Environment=EXTRA=1
+            """)
+        let daemon = try DaemonProcess(workspace)
+        let connected = try daemon.call("Connect", ["app": .string(app)])
+        let session = try #require(connected["session"]?["id"]?.stringValue)
+        #expect(connected["session"]?["state"]?.stringValue == "foregroundActive")
+
+        var record = try Self.app(daemon, app)
+        let pid = try #require(record["startedPid"]?.intValue.map(Int32.init))
+        #expect(record["attachedPid"]?.intValue == Int64(pid), "the started process is the one attached")
+        #expect(record["process"]?.stringValue == "running")
+
+        // A clean start: its own session and process group, only the environment it was given.
+        let fields = try #require(Self.stat(pid))
+        #expect(fields[2] == String(pid) && fields[3] == String(pid), "pgrp and sid are its pid: \(fields.prefix(4))")
+        let environ = readTextFile("/proc/\(pid)/environ")
+        let names = Set(environ.split(separator: "\0").map { String($0.prefix { $0 != "=" }) })
+        #expect(names == ["PATH", "SCENED_APP", "SCENED_SOCKET", "HOME", "USER", "LOGNAME", "EXTRA"], "\(names)")
+        let blocked = readTextFile("/proc/\(pid)/status").split(separator: "\n").first { $0.hasPrefix("SigBlk:") }
+        #expect(blocked.map { $0.hasSuffix("0000000000000000") } == true, "no signal blocked at start: \(blocked ?? "?")")
+
+        let cgroup = Self.cgroupDirectory(pid)
+        if geteuid() == 0 {
+            #expect(cgroup?.hasSuffix("/app-\(app)") == true, "root gets a cgroup per app: \(cgroup ?? "none")")
+        }
+
+        // Background: suspended after SuspendDelaySec=, and then frozen.
+        try daemon.call("Background", ["session": .string(session)])
+        try Self.waitUntil("frozen") { try Self.app(daemon, app)["frozen"]?.boolValue == true }
+        record = try Self.app(daemon, app)
+        #expect(record["process"]?.stringValue == "suspended")
+        if let cgroup {
+            #expect(readTextFile(cgroup + "/cgroup.events").contains("frozen 1") == true)
+        } else {
+            try Self.waitUntil("stopped") { Self.stat(pid)?.first == "T" }
+        }
+
+        // Activate: thawed before its callbacks, which it answers as usual.
+        let activated = try daemon.call("Activate", ["session": .string(session)])
+        #expect(activated["session"]?["state"]?.stringValue == "foregroundActive")
+        #expect(try Self.app(daemon, app)["frozen"]?.boolValue == false)
+        if let cgroup { #expect(readTextFile(cgroup + "/cgroup.events").contains("frozen 0") == true) }
+
+        // Terminate: willTerminate, its answer, SIGTERM; the process and its cgroup go.
+        try daemon.call("Terminate", ["app": .string(app)])
+        try Self.waitUntil("the process gone") { access("/proc/\(pid)", F_OK) != 0 }
+        if let cgroup { try Self.waitUntil("the cgroup removed") { access(cgroup, F_OK) != 0 } }
+        record = try Self.app(daemon, app)
+        #expect(record["startedPid"] == nil)
+        #expect(record["process"]?.stringValue == "notRunning")
+
+        // Activating the archived session starts it again, restored.
+        let again = try daemon.call("Activate", ["session": .string(session)])
+        #expect(again["session"]?["state"]?.stringValue == "foregroundActive")
+        let second = try #require(try Self.app(daemon, app)["startedPid"]?.intValue.map(Int32.init))
+        #expect(second != pid)
+
+        // kill -9: terminated as exited, promptly; nothing of it is left.
+        let killedAt = monotonicNanoseconds()
+        kill(second, SIGKILL)
+        try Self.waitUntil("terminated after kill -9") { try Self.app(daemon, app)["process"]?.stringValue == "notRunning" }
+        let elapsedMs = Double(monotonicNanoseconds() - killedAt) / 1e6
+        #expect(elapsedMs < 2_000, "terminated \(elapsedMs) ms after kill -9 (bound, not a timing)")
+        try daemon.assertServing("after the started app was killed")
+
+        // A clean stop of the daemon ends what it started.
+        _ = try daemon.call("Activate", ["session": .string(session)])
+        let third = try #require(try Self.app(daemon, app)["startedPid"]?.intValue.map(Int32.init))
+        try daemon.stop()
+        #expect(access("/proc/\(third)", F_OK) != 0 || Self.stat(third)?.first == "Z", "a started app outlived scened")
+    }
+
+    @Test("a process that cannot start, exits before attaching, or never attaches fails the launch with LaunchFailed; scened serves on",
+          .timeLimit(.minutes(3)))
+    func launchFailures() throws {
+        let workspace = try Workspace(configuration: Self.configuration)
+        try Self.appFile(workspace, "com.example.noexec", "[Launch]\nExecStart=/nonexistent/app --x")
+        try Self.appFile(workspace, "com.example.quits", "[Launch]\nExecStart=/bin/sh -c \"exit 3\"")
+        try Self.appFile(workspace, "com.example.silent", "[Launch]\nExecStart=/bin/sleep 600\nAttachTimeoutSec=1s")
+        try Self.appFile(workspace, "com.example.nodir", "[Launch]\nExecStart=/bin/true\nWorkingDirectory=/nonexistent")
+        let daemon = try DaemonProcess(workspace)
+        let expected = [("com.example.noexec", "No such file"), ("com.example.quits", "exited with status 3"),
+                        ("com.example.silent", "did not attach within 1s"), ("com.example.nodir", "/nonexistent")]
+        for (app, fragment) in expected {
+            let client = try daemon.client()
+            do {
+                _ = try client.call("io.scened.Manager.Connect", ["app": .string(app)])
+                Issue.record("\(app): Connect succeeded")
+            } catch let error as VarlinkError {
+                #expect(error.name == "io.scened.Manager.LaunchFailed", "\(app): \(error.name)")
+                let message = error.parameters["message"]?.stringValue ?? ""
+                #expect(message.contains(fragment), "\(app): \(message)")
+                #expect(error.parameters["app"]?.stringValue == app)
+            }
+            let record = try Self.app(daemon, app)
+            #expect(record["process"]?.stringValue ?? "notRunning" == "notRunning", "\(app) is not running")
+            #expect(record["startedPid"] == nil)
+        }
+        // The silent process was killed at its deadline: no child of scened is left.
+        try Self.waitUntil("no child of scened left") {
+            !Self.children(of: daemon.pid).contains { Self.stat($0)?.first != "Z" }
+        }
+        try daemon.assertServing("after four failed launches")
+        #expect(daemon.stderr.contains("Launching com.example.quits failed"), "the failure is logged")
+    }
+
+    /// Processes whose parent is `pid`.
+    static func children(of pid: Int32) -> [Int32] {
+        guard let dir = opendir("/proc") else { return [] }
+        defer { closedir(dir) }
+        var out: [Int32] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let child = Int32(name), let fields = stat(child), fields.count > 1, fields[1] == String(pid) else { continue }
+            out.append(child)
+        }
+        return out
+    }
+
+    @Test("callers waiting for a launch that close early, pipeline behind it or flood it hurt nobody; one process is started",
+          .timeLimit(.minutes(3)))
+    func carelessCallersOfAWaitingLaunch() throws {
+        let workspace = try Workspace(configuration: Self.configuration)
+        let app = "com.example.slow"
+        // Attaches a second after it starts: long enough for everyone to pile up behind it.
+        try Self.appFile(workspace, app, """
+            [Launch]
+            ExecStart=/bin/sh -c "sleep 1; exec \(try Self.notes(workspace, app))"
+            """)
+        let daemon = try DaemonProcess(workspace)
+        var waiting: [RawConnection] = []
+        var careless: [RawConnection] = []
+        for i in 0..<40 {
+            let c = try RawConnection(path: daemon.socketPath)
+            try c.sendCall("io.scened.Manager.Connect", ["app": .string(app), "background": true])
+            // Behind it on the same connection: answered after it, in order.
+            try c.sendCall("io.scened.Manager.GetStatus")
+            if i % 2 == 0 { waiting.append(c) } else { careless.append(c) }
+        }
+        // Half go away at once, some with a half-sent message.
+        for (i, c) in careless.enumerated() {
+            if i % 2 == 0 { try c.send("{\"method\":\"io.scened.Manager.Conn") }
+            c.close()
+        }
+        // A bystander is served while the launch waits.
+        let bystander = try daemon.client(timeout: .seconds(10))
+        let status = try bystander.call("io.scened.Manager.GetStatus")
+        #expect(status["status"]?["version"]?.stringValue != nil)
+        #expect(try Self.app(daemon, app)["attachedPid"] == nil, "the bystander was answered before the app attached")
+
+        var sessions = Set<String>()
+        for c in waiting {
+            let first = try c.receiveObject(timeout: 30)
+            #expect(first.errorName == nil, "\(first)")
+            if let id = first.parametersObject["session"]?["id"]?.stringValue { sessions.insert(id) }
+            let second = try c.receiveObject(timeout: 30)
+            #expect(second.parametersObject["status"] != nil, "the call behind the launch comes after it: \(second)")
+            c.close()
+        }
+        #expect(sessions.count == waiting.count, "each waiting Connect made its own session")
+        let started = daemon.stderr.split(separator: "\n").filter { $0.contains("Started \(app): pid") }.count
+        #expect(started == 1, "one process for all the waiting calls, started \(started) times")
+        try daemon.assertServing("after careless callers of a waiting launch")
+    }
+}
