@@ -23,10 +23,16 @@ extension Verb {
                 app.text("id") ?? "?", app.text("process") ?? "?", running ? app.text("state") ?? "?" : "-",
                 String(app.integer("sessions") ?? 0), String(app.integer("liveSessions") ?? 0),
                 String(app.objects("tasks").count), ByteSize.format(footprint),
-                app.integer("attachedPid").map { "pid \($0)" } ?? "-",
+                attachedText(app) ?? "-",
             ])
         }
         return table
+    }
+
+    /// "pid N", with "frozen" for a started app's frozen process.
+    static func attachedText(_ app: JSONObject) -> String? {
+        guard let pid = app.integer("attachedPid") ?? app.integer("startedPid") else { return nil }
+        return "pid \(pid)" + (app["frozen"]?.boolValue == true ? " frozen" : "")
     }
 
     static let showApp = Verb(
@@ -50,6 +56,10 @@ extension Verb {
         block.add("Process", processLine)
         // The process that lives the callbacks, when the app attached one (io.scened.App).
         block.add("Attached", app.integer("attachedPid").map { "pid \($0)" } ?? "no process attached")
+        // An app scened starts itself (ExecStart=): its main process, frozen while suspended.
+        if let started = app.integer("startedPid") {
+            block.add("Started", "pid \(started)" + (app["frozen"]?.boolValue == true ? ", frozen" : ""))
+        }
         if let suspends = app.integer("suspendsAt") { block.add("Suspends", time.timestampWithRelative(suspends, now: now)) }
         block.add("State", process == "notRunning" ? "- (not running)" : app.text("state") ?? "?")
         block.add("Launches", String(int("launches")))

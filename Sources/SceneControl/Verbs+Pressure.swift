@@ -43,6 +43,14 @@ extension Verb {
         // In floating point: usage × 100 would overflow near the top of the integer range.
         let percent = budget > 0 ? Int((Double(usage) * 100 / Double(budget)).rounded(.down)) : 0
         block.add("Usage", "\(ByteSize.format(usage)) of \(ByteSize.format(budget)) budget (\(percent)%)")
+        if let m = p.object("measured") {
+            // Started apps: what they really hold, read from the kernel.
+            let apps = Int(m.integer("apps") ?? 0)
+            var text = "\(ByteSize.format(m.integer("bytes") ?? 0)) in \(Format.count(apps, "started app")) (\(m.text("source") ?? "?"))"
+            if let at = m.integer("measuredAt") { text += ", read \(time.timestampWithRelative(at, now: now))" }
+            if m["awaitingRelease"]?.boolValue == true { text += "; waiting for reclaimed memory to show" }
+            block.add("Measured", text)
+        }
         block.add("Watermarks", "low \(ByteSize.format(int("lowWatermark"))), high \(ByteSize.format(int("highWatermark"))), critical \(ByteSize.format(int("criticalWatermark")))")
         let sources = p.objects("sources").map { s in
             "\(s.text("name") ?? "?"): \(s.text("level") ?? "?") (\(s.text("detail") ?? ""))"

@@ -10,6 +10,12 @@
 public struct ReclaimPolicy: Sendable {
     public var configuration: ReclaimConfiguration
     public var order: VictimOrder
+    /// The memory the last batch freed has not shown yet where it is measured (apps scened
+    /// starts and measures): the next batch waits for it, up to `releaseWaitLimit` settle
+    /// times after the last one, so that a reading taken before the memory came back never
+    /// makes the policy take more than it must (§3.5 step 3).
+    public var awaitingRelease = false
+    public static let releaseWaitLimit: Int64 = 5
     public private(set) var episode: ReclaimEpisode?
     public private(set) var lastEpisode: ReclaimEpisode?
     private var episodeCount = 0
@@ -122,6 +128,12 @@ public struct ReclaimPolicy: Sendable {
         // One batch per settle time: freed memory takes a moment to show.
         if let last = lastBatchAt, now < last + configuration.settle {
             plan.nextDecision = last + configuration.settle
+            return plan
+        }
+        if awaitingRelease, let last = lastBatchAt,
+           now < last + TimeSpan(microseconds: configuration.settle.microseconds * Self.releaseWaitLimit) {
+            // Asked again when the next reading comes (the shell measures on its own interval).
+            plan.nextDecision = now + configuration.settle
             return plan
         }
 

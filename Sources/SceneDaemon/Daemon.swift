@@ -35,6 +35,9 @@ final class Daemon {
     /// The earliest deadline an attached app must answer by.
     private var appTimer: TimerSource?
     private var appTimerDue: Timestamp?
+    /// Reads the memory of started apps, while there are any.
+    private var measureTimer: TimerSource?
+    private var measureArmed = false
     private var watchdog = ServingWatchdog(interval: nil)
     /// Committed batches whose events are still to be published (`publishCommitted`).
     private var unpublished: [(events: [LifecycleEvent], starts: [Int])] = []
@@ -103,6 +106,18 @@ final class Daemon {
             daemon.requestPass()
         }
         appTimer?.disarm()
+        measureTimer = try loop.addTimer(at: UInt64.max, accuracy: 10_000, priority: 0) {
+            let daemon = me.takeUnretainedValue()
+            daemon.measureArmed = false
+            daemon.service.measureStartedApps()
+            daemon.requestPass()
+        }
+        measureTimer?.disarm()
+        reclaim.onReclaimed = { app, bytes in
+            let daemon = me.takeUnretainedValue()
+            daemon.service.noteReclaimed(app, bytes: bytes, settle: daemon.reclaim.policy.configuration.settle)
+        }
+        reclaim.awaitingRelease = { me.takeUnretainedValue().service.shares.awaitingRelease }
         for signo in [SIGTERM, SIGINT] {
             try loop.addSignal(signo) { _ in me.takeUnretainedValue().shutdown() }
         }
@@ -175,6 +190,7 @@ final class Daemon {
         server.serve()
         service.superviseApps()
         service.superviseLaunches()
+        measureBeforeDecision()
         reclaim.evaluate()
         startCommit()
         server.enforceGlobalLimits()
@@ -183,6 +199,7 @@ final class Daemon {
         server.flush()
         rearmEngineTimer()
         rearmAppTimer()
+        rearmMeasureTimer()
         if watchdog.passCompleted(now: loop.nowMonotonic) { ServiceManager.notify("WATCHDOG=1") }
         if server.hasWork { requestPass() }
     }
@@ -281,6 +298,23 @@ final class Daemon {
         } else {
             timer.disarm()
         }
+    }
+
+    /// Under pressure a decision uses a fresh reading (at most 100 ms old).
+    private func measureBeforeDecision() {
+        guard reclaim.level > .normal || reclaim.override != nil, service.measuresApps else { return }
+        let now = manager.clock.now()
+        if let last = service.lastMeasuredAt, now < last + .milliseconds(100) { return }
+        service.measureStartedApps()
+    }
+
+    /// Every MeasureIntervalSec= while started apps are measured; every 100 ms while a
+    /// reclaim waits for their freed memory to show.
+    private func rearmMeasureTimer() {
+        guard let timer = measureTimer, !measureArmed, service.measuresApps else { return }
+        let interval: UInt64 = service.shares.awaitingRelease ? 100_000 : UInt64(max(100_000, settings.measureInterval))
+        timer.reschedule(at: loop.nowMonotonic + interval)
+        measureArmed = true
     }
 
     private func armReclaimTimer(_ at: Timestamp?) {

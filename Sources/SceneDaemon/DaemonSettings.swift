@@ -26,6 +26,8 @@ struct DaemonSettings: Equatable, Sendable {
     // [Reclaim] the grace an attached app gets to save before a reclaim disconnect (§3.5).
     var graceWarning: Int64 = 2_000_000
     var graceCritical: Int64 = 250_000
+    // [Reclaim] how often the memory of the apps scened starts is read.
+    var measureInterval: Int64 = 1_000_000
     // [Store]
     var durability: Durability = .full
     var eventLogSize = 100_000
@@ -138,6 +140,7 @@ struct SettingKey: Sendable {
         timeKey("Lifecycle", "ExpirationGraceSec", \.expirationGrace, minimum: 0),
         timeKey("Reclaim", "GraceWarningSec", \.graceWarning, minimum: 10_000),
         timeKey("Reclaim", "GraceCriticalSec", \.graceCritical, minimum: 10_000),
+        timeKey("Reclaim", "MeasureIntervalSec", \.measureInterval, minimum: 100_000),
         timeKey("Lifecycle", "DidEnterBackgroundTimeoutSec", \.didEnterBackgroundTimeout, minimum: 10_000),
         timeKey("Lifecycle", "WillTerminateTimeoutSec", \.willTerminateTimeout, minimum: 10_000),
         SettingKey(section: "Store", key: "Durability", apply: { s, v in

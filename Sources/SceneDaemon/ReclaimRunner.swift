@@ -41,6 +41,10 @@ final class ReclaimRunner {
     private(set) var connected: [SessionID: HistorySession] = [:]
     private var connectedOrder: [SessionID] = []
     static let connectedCapacity = 16_384
+    /// A disconnect freed a scene's footprint (what it was charged) of this app.
+    var onReclaimed: ((AppID, UInt64) -> Void)?
+    /// Whether freed memory has yet to show in a measured app: the next batch waits for it.
+    var awaitingRelease: (() -> Bool)?
     /// Tests: every reclaim command carried out, and whether the engine took it.
     var stepObserver: ((Command, Bool) -> Void)?
     /// Whether an app takes part in the reclaim grace (it is attached), and where its notices go.
@@ -85,6 +89,7 @@ final class ReclaimRunner {
             inputsChanged = false
         }
         usage = manager.engine.residentBytes
+        controller.policy.awaitingRelease = awaitingRelease?() ?? false
         let notice: ((SessionID, AppID) -> Bool)? = takesNotice.map { f in { _, app in f(app) } }
         let outcome = controller.evaluate(engine: manager.engine,
                                           readings: PressureReadings(usage: usage, budget: budget, external: psi?.level ?? .normal),
@@ -110,7 +115,10 @@ final class ReclaimRunner {
         for step in steps {
             do {
                 let seq = manager.engine.nextSequence
+                var freed: (AppID, UInt64)?
+                if case .disconnect(let id, _) = step.command, let s = manager.engine.sessions[id] { freed = (s.app, s.footprint) }
                 _ = try manager.execute(step.command)
+                if let freed { onReclaimed?(freed.0, freed.1) }
                 controller.executed(step, succeeded: true)
                 history.record(step.step.action, time: now, seq: seq, usage: usage)
                 stepObserver?(step.command, true)

@@ -252,8 +252,15 @@ type Pressure (
   lastEpisode: ?PressureEpisode,
   # The reclaim grace of attached apps since start: notices out now, given, answered ack,
   # deferred, left to their deadline.
-  grace: GraceCounters
+  grace: GraceCounters,
+  # The memory the apps scened starts really hold, as last read: its share of usage.
+  measured: ?MeasuredMemory
 )
+
+# Readings of started apps' memory (MemorySource=measured): the sum, over how many apps,
+# from where ("memory.current" of their cgroups, or "Pss" of their processes), when, and
+# whether a reclaim waits for memory it freed to show before its next batch.
+type MeasuredMemory (apps: int, bytes: int, source: string, measuredAt: ?int, awaitingRelease: bool)
 
 type GraceCounters (pending: int, notices: int, acks: int, deferrals: int, timeouts: int)
 

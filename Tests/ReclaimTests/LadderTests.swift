@@ -96,6 +96,39 @@ import Testing
         #expect(!after.disconnects.isEmpty)
     }
 
+    @Test func memoryYetToShowHoldsTheNextBatchUpToItsLimit() throws {
+        var w = World { $0.maxVictimsPerBatch = 2; $0.settle = .seconds(1) }
+        try w.open("fg", 100 * MB, active: true)
+        for i in 0..<10 { try w.open("bg\(i)", 100 * MB) }
+        w.advance(60)
+        w.budgetFor(fraction: 0.99)
+        let start = w.now
+        let first = w.decide(.warning)
+        #expect(first.disconnects.count == 2)
+        try w.execute(first)
+        // The settle time is over, but the freed memory has not shown where it is measured.
+        w.policy.awaitingRelease = true
+        w.advanceMs(1_500)
+        let waiting = w.decide(.warning)
+        #expect(waiting.disconnects.isEmpty && waiting.terminations.isEmpty, "waits for the release to show")
+        #expect(waiting.nextDecision == w.now + .seconds(1))
+        // Not for ever: five settle times after the batch it decides anyway.
+        w.now = start + .seconds(ReclaimPolicy.releaseWaitLimit)
+        #expect(!w.decide(.warning).disconnects.isEmpty)
+        // And once it shows, at once.
+        var v = World { $0.maxVictimsPerBatch = 2; $0.settle = .seconds(1) }
+        try v.open("fg", 100 * MB, active: true)
+        for i in 0..<10 { try v.open("bg\(i)", 100 * MB) }
+        v.advance(60)
+        v.budgetFor(fraction: 0.99)
+        try v.execute(v.decide(.warning))
+        v.policy.awaitingRelease = true
+        v.advanceMs(1_200)
+        #expect(v.decide(.warning).disconnects.isEmpty)
+        v.policy.awaitingRelease = false
+        #expect(!v.decide(.warning).disconnects.isEmpty)
+    }
+
     // MARK: Rung 4: critical
 
     @Test func criticalReachesYoungScenesThatWarningWithholds() throws {

@@ -245,7 +245,7 @@ struct JournalEntriesTests {
             MessageID.appSuspendedResumed, MessageID.appTerminated, MessageID.memoryWarning, MessageID.taskExpiring,
             MessageID.reclaimAction, MessageID.pressureChanged, MessageID.pressureUnrelievable, MessageID.daemonReady,
             MessageID.daemonStopped, MessageID.configurationReload, MessageID.storageFailure, MessageID.clientLimit,
-            MessageID.permissionDenied, MessageID.appAttachment, MessageID.appDeadlineMissed, MessageID.rowQuarantined, MessageID.logDamaged, MessageID.logRecovered,
+            MessageID.permissionDenied, MessageID.appAttachment, MessageID.appDeadlineMissed, MessageID.appProcess, MessageID.rowQuarantined, MessageID.logDamaged, MessageID.logRecovered,
         ]
         #expect(declared.map(\.value) == listed, "update the list here when MessageID gains a value")
         for (name, id) in declared {

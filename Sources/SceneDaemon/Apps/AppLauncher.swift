@@ -193,6 +193,12 @@ final class AppLauncher {
         }
     }
 
+    /// Where readings come from, for the pressure view.
+    var memorySource: String {
+        if let base = cgroupBase, access(base + "/memory.current", F_OK) == 0 { return "memory.current" }
+        return "Pss"
+    }
+
     /// At exit: the base cgroup, if nothing is left in it.
     func removeBase() {
         guard let base = cgroupBase, running.isEmpty else { return }

@@ -40,6 +40,7 @@ extension ManagerVarlink {
                     appLog(.info, app, "\(app)'s process (pid \(p.pid)) \(status).", id: MessageID.appProcess,
                            [("SCENED_EXIT_STATUS", status)])
                 }
+                shares.forget(app)
                 let running = (manager.engine.apps[app]?.process ?? .notRunning) != .notRunning
                 carryOut(launches.exited(app, status: status, stillRunning: running))
             }
@@ -73,7 +74,12 @@ extension ManagerVarlink {
 
     /// A process attached as `app`: a launch waiting for it has completed.
     func launchAttached(_ app: AppID) {
+        let completes = launches.process(of: app).map { if case .starting = $0.phase { true } else { false } } ?? false
         carryOut(launches.attached(app))
+        // Read before the waiting calls connect its scenes: what it holds now is its base.
+        if completes, appSettings[app]?.launch.memory == .measured, let launcher {
+            measure(app, launcher, manager.clock.now())
+        }
     }
 
     /// The app answered willTerminate or detached: a stop need not wait for its deadline.

@@ -91,6 +91,17 @@ extension ManagerVarlink {
         w.field("deferrals", UInt64(grace.counters.deferrals + grace.counters.refusedDeferrals))
         w.field("timeouts", UInt64(grace.counters.timeouts))
         w.endObject()
+        if let launcher, !shares.apps.isEmpty {
+            let measured = shares.measuredTotal
+            w.key("measured")
+            w.beginObject()
+            w.field("apps", UInt64(measured.apps))
+            w.field("bytes", measured.bytes)
+            w.field("source", launcher.memorySource)
+            if let at = lastMeasuredAt { w.field("measuredAt", at) }
+            w.field("awaitingRelease", shares.awaitingRelease)
+            w.endObject()
+        }
         w.endObject()
     }
 

@@ -38,6 +38,9 @@ final class ManagerVarlink {
     var launchOutcomes: [(AppID, String?)] = []
     /// Started processes that exited, with their status, to be carried out in the pass.
     var pendingExits: [(AppID, String)] = []
+    /// How started apps' measured memory is charged, and when they were last read.
+    var shares = MemoryShares()
+    var lastMeasuredAt: Timestamp?
     /// The socket a started app is told to attach on (SCENED_SOCKET).
     var socketPath = ""
 
