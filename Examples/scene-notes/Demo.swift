@@ -50,6 +50,10 @@ struct Demo {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: me)
             process.arguments = ["--app", app, "--socket", socket]
+            // Its lines interleave with the demo's: keep them naming the process, piped or not.
+            var environment = ProcessInfo.processInfo.environment
+            environment["SCENE_NOTES_DEMO"] = "1"
+            process.environment = environment
             do { try process.run() } catch {
                 out("cannot start the app: \(error)")
                 return nil

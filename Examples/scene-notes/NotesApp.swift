@@ -12,8 +12,29 @@ func out(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
 }
 
+/// On a terminal (or beside the demo's lines) each line names the process; elsewhere, e.g. in
+/// the journal when scened starts the app, which records the PID itself, the text alone.
+let namesLines = isatty(STDOUT_FILENO) == 1 || ProcessInfo.processInfo.environment["SCENE_NOTES_DEMO"] != nil
+
 func say(_ text: String) {
-    out("[scene-notes \(getpid())] \(text)")
+    out(namesLines ? "[scene-notes \(getpid())] \(text)" : text)
+}
+
+/// Memory a scene holds while it is connected (--hold-mib): every page written, so that it is
+/// resident. A block this large is mmap'd by malloc and goes back to the system on free.
+final class Ballast {
+    let bytes: Int
+    private let block: UnsafeMutableRawPointer
+
+    init?(mebibytes: Int) {
+        guard mebibytes > 0, let block = malloc(mebibytes << 20) else { return nil }
+        bytes = mebibytes << 20
+        self.block = block
+        // Non-zero bytes: nothing may leave a page untouched (or shared with the zero page).
+        memset(block, 0xA5, bytes)
+    }
+
+    deinit { free(block) }
 }
 
 @MainActor
@@ -64,6 +85,10 @@ final class NotesAppDelegate: ApplicationDelegate {
 @MainActor
 final class NotesSceneDelegate: SceneDelegate {
     var state = NotesState()
+    let holdMiB: Int
+    var ballast: Ballast?
+
+    init(holdMiB: Int) { self.holdMiB = holdMiB }
 
     func scene(_ scene: Scene, willConnectTo session: SceneSession, options connectionOptions: SceneConnectionOptions) async {
         if let saved = try? session.stateRestorationActivity?.decode(NotesState.self) {
@@ -71,6 +96,10 @@ final class NotesSceneDelegate: SceneDelegate {
             say("scene(_:willConnectTo:options:) \(session) scene #\(scene.instance) reconnect=\(connectionOptions.isReconnect): restored counter=\(state.counter) note=\"\(state.note)\"")
         } else {
             say("scene(_:willConnectTo:options:) \(session) scene #\(scene.instance) reconnect=\(connectionOptions.isReconnect): fresh state")
+        }
+        if holdMiB > 0 {
+            ballast = Ballast(mebibytes: holdMiB)
+            say(ballast == nil ? "cannot allocate \(holdMiB) MiB" : "holding \(holdMiB) MiB")
         }
     }
 
@@ -91,12 +120,16 @@ final class NotesSceneDelegate: SceneDelegate {
         return try? RestorationData(encoding: state)
     }
 
-    func sceneDidDisconnect(_ scene: Scene) async { say("sceneDidDisconnect \(scene.session)") }
+    func sceneDidDisconnect(_ scene: Scene) async {
+        let held = ballast?.bytes ?? 0
+        ballast = nil
+        say("sceneDidDisconnect \(scene.session)\(held > 0 ? ": released \(held >> 20) MiB" : "")")
+    }
 }
 
 /// Runs the app until scened terminates it (or SIGINT/SIGTERM: detach).
 @MainActor
-func runApp(app: String, socket: String?) async -> Int32 {
+func runApp(app: String, socket: String?, holdMiB: Int) async -> Int32 {
     let application = SceneApplication(app: app, options: .init(socketPath: socket, log: { say("scene-client: \($0)") }))
     signal(SIGINT, SIG_IGN)
     signal(SIGTERM, SIG_IGN)
@@ -114,7 +147,7 @@ func runApp(app: String, socket: String?) async -> Int32 {
     }
     say("attaching as \(app) on \(application.socketPath)")
     do {
-        let ending = try await application.run(delegate: NotesAppDelegate()) { _ in NotesSceneDelegate() }
+        let ending = try await application.run(delegate: NotesAppDelegate()) { _ in NotesSceneDelegate(holdMiB: holdMiB) }
         say("ended: \(ending)")
         return 0
     } catch {

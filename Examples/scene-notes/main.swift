@@ -4,7 +4,7 @@ import Foundation
 // and a note in its scene's restoration data, so that a reclaim disconnect or a kill -9 loses
 // nothing. Every callback is printed as it comes.
 //
-//   scene-notes [--app ID] [--socket PATH]   attach to the running scened and stay
+//   scene-notes [--app ID] [--socket PATH] [--hold-mib N]   attach to the running scened and stay
 //   scene-notes --demo                       start a private scened and play the whole story
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -12,19 +12,35 @@ func option(_ name: String, in arguments: [String]) -> String? {
     guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count else { return nil }
     return arguments[i + 1]
 }
+func environment(_ name: String) -> String? {
+    guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else { return nil }
+    return value
+}
 
 if arguments.contains("--help") || arguments.contains("-h") {
     out("""
-    usage: scene-notes [--app ID] [--socket PATH]
+    usage: scene-notes [--app ID] [--socket PATH] [--hold-mib N]
            scene-notes --demo
-    Attaches to scened as the app (default org.example.notes) and prints its callbacks. The
-    socket is --socket, $SCENED_SOCKET, or the one scenectl finds. --demo starts a private
-    scened (built next to this program) and shows a restore after a disconnect and after kill -9.
+    Attaches to scened as the app and prints its callbacks. The app is --app, $SCENED_APP, or
+    org.example.notes; the socket is --socket, $SCENED_SOCKET, or the one scenectl finds
+    (scened sets both variables when it starts the app itself). --hold-mib N makes each
+    connected scene allocate N MiB and touch every page, so that it is resident, until the
+    scene disconnects. --demo starts a private scened (built next to this program) and shows a
+    restore after a disconnect and after kill -9.
     """)
     exit(0)
 }
-let app = option("--app", in: arguments) ?? "org.example.notes"
+let app = option("--app", in: arguments) ?? environment("SCENED_APP") ?? "org.example.notes"
 if arguments.contains("--demo") {
     exit(Demo(app: app).run())
 }
-exit(await runApp(app: app, socket: option("--socket", in: arguments)))
+var holdMiB = 0
+if let text = option("--hold-mib", in: arguments) {
+    // Bounded so that a typo cannot ask for more than the address space can give.
+    guard let n = Int(text), n >= 0, n <= 1 << 20 else {
+        FileHandle.standardError.write(Data("scene-notes: --hold-mib needs a number of MiB (0 to 1048576), not \(text)\n".utf8))
+        exit(2)
+    }
+    holdMiB = n
+}
+exit(await runApp(app: app, socket: option("--socket", in: arguments) ?? environment("SCENED_SOCKET"), holdMiB: holdMiB))

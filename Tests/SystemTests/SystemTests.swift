@@ -88,6 +88,7 @@ import Testing
         }
 
         run.stage("start returns after READY, status shows STATUS=") { try $0.startAndStatus() }
+        run.stage("the sandboxed service can make cgroups in its delegated subtree") { try $0.delegatedCgroup() }
         run.stage("reload: RELOADING=1 ... READY=1, new setting applied; broken config refused") { try $0.reload() }
         run.stage("a failed start-up reports STATUS= and ERRNO=") { try $0.startupFailure() }
         run.stage("watchdog kills a hung loop, a livelocked loop and a stuck commit; systemd restarts it, sessions intact") { try $0.watchdog() }
@@ -189,6 +190,23 @@ struct Run {
         #expect(statusLine != nil && statusLine!.contains("sessions (") && statusLine!.contains("pressure"),
                 "systemctl --user status shows no Status: line:\n\(shown)")
         report("status: \(statusLine.map { $0.trimmingCharacters(in: .whitespaces) } ?? "(none)")")
+    }
+
+    // MARK: - Stage 1b: delegation
+
+    /// scened will freeze and kill its apps in child cgroups of its own: its v2 cgroup must be
+    /// delegated and writable from inside its sandbox (ProtectControlGroups=yes would mount
+    /// /sys/fs/cgroup read-only there, and mkdir fail with EROFS even for root).
+    mutating func delegatedCgroup() throws {
+        let p = unit(["MainPID", "Delegate"])
+        let main = p["MainPID"] ?? "0"
+        #expect(p["Delegate"] == "yes", "scened.service is not delegated: \(p)")
+        let line = ns.exec(["cat", "/proc/\(main)/cgroup"]).stdout.split(separator: "\n").first { $0.hasPrefix("0::") }
+        let path = try #require(line.map { String($0.dropFirst(3)) }, "no v2 line in /proc/\(main)/cgroup")
+        let probe = (ns.hierarchies.contains("unified") ? "/sys/fs/cgroup/unified" : "/sys/fs/cgroup") + path + "/systest-probe"
+        let made = ns.exec(["/usr/bin/nsenter", "-t", main, "-m", "--", "/bin/sh", "-c", "mkdir \"$1\" && rmdir \"$1\"", "sh", probe])
+        #expect(made.succeeded, "mkdir/rmdir of a child cgroup inside scened's mount namespace:\n\(made)")
+        _ = ns.exec(["rmdir", probe])
     }
 
     // MARK: - Stage 2: reload

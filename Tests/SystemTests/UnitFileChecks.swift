@@ -34,6 +34,8 @@ import Testing
             for (path, mode) in [("usr/libexec/scened", 0o755), ("usr/bin/scenectl", 0o755),
                                  ("usr/lib/systemd/system/scened.service", 0o644),
                                  ("usr/lib/systemd/system/scened.socket", 0o644),
+                                 ("usr/lib/systemd/user/scened.service", 0o644),
+                                 ("usr/lib/systemd/user/scened.socket", 0o644),
                                  ("usr/lib/sysusers.d/scened.conf", 0o644),
                                  ("usr/lib/systemd/catalog/scened.catalog", 0o644),
                                  ("usr/share/doc/scened/scened.conf", 0o644)] {
@@ -59,6 +61,77 @@ import Testing
             #expect(missing.status != 0 && missing.stderr.contains("/usr/libexec/scened is not executable"),
                     "verify did not notice a missing ExecStart= binary:\n\(missing)")
         }
+    }
+
+    /// The user units, as a user manager loads them. `verify --user` takes no --root, so the tree
+    /// is installed with its own prefix: the units then name binaries that exist.
+    @Test func userUnitsVerifyClean() throws {
+        if let problem = privilegeProblem(tools: Self.tools) {
+            Issue.record("cannot run the unit checks: \(problem)")
+            return
+        }
+        let binaries = try binariesUnderTest()
+        let root = try ScratchDirectory(prefix: "scened-userunits")
+        defer { root.remove() }
+        let install = runCommand(["/bin/sh", packageRoot() + "/packaging/install", "--prefix", root.path + "/usr",
+                                  "--build-dir", binaries])
+        try #require(install.succeeded, "packaging/install --prefix failed:\n\(install)")
+        let units = ["scened.socket", "scened.service"].map { "\(root.path)/usr/lib/systemd/user/\($0)" }
+        func verify() -> CommandResult {
+            // A runtime directory and home of its own on the private /run, as a session has them.
+            runCommand(["/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+                        "mount -t tmpfs -o mode=0755 tmpfs /run && mkdir -p -m 0700 /run/user/0 /run/home && "
+                            + "XDG_RUNTIME_DIR=/run/user/0 HOME=/run/home exec /usr/bin/systemd-analyze --user verify "
+                            + "--man=no --recursive-errors=no \"$@\"", "sh"] + units)
+        }
+        let clean = verify()
+        #expect(clean.status == 0 && clean.stdout.isEmpty && clean.stderr.isEmpty,
+                "systemd-analyze --user verify of the user units is not clean:\n\(clean)")
+        // Negative control: it does look at the ExecStart= binary.
+        try FileManager.default.removeItem(atPath: root.path + "/usr/libexec/scened")
+        let missing = verify()
+        #expect(missing.status != 0 && missing.stderr.contains("/usr/libexec/scened is not executable"),
+                "verify --user did not notice a missing ExecStart= binary:\n\(missing)")
+    }
+
+    /// The user socket unit's path is the one the daemon binds by default for that user, and the
+    /// one scenectl finds without options: a daemon started with only $XDG_RUNTIME_DIR set
+    /// (as %t is in the user manager) is reached by `scenectl status` at the unit's path.
+    @Test func userSocketPathAgrees() throws {
+        let unit = readTextFile(packageRoot() + "/systemd/user/scened.socket") ?? ""
+        let listen = unit.split(separator: "\n").filter { $0.hasPrefix("ListenStream=") }
+        try #require(listen.count == 1, "one ListenStream= expected in systemd/user/scened.socket: \(listen)")
+        let template = String(listen[0].dropFirst("ListenStream=".count))
+        #expect(template.hasPrefix("%t/"), "the user socket is not under %t: \(template)")
+        let service = readTextFile(packageRoot() + "/systemd/user/scened.service") ?? ""
+        #expect(service.contains("ExecReload=/usr/bin/scenectl --socket \(template) reload\n"),
+                "the user service's ExecReload= does not name the socket unit's path")
+
+        let binaries = try binariesUnderTest()
+        let scratch = try ScratchDirectory(prefix: "scened-userpath")
+        defer { scratch.remove() }
+        for directory in ["run", "state"] {
+            try FileManager.default.createDirectory(atPath: scratch.file(directory), withIntermediateDirectories: false,
+                                                    attributes: [.posixPermissions: 0o700])
+        }
+        try writeTextFile(scratch.file("scened.conf"), "")
+        let expected = template.replacingOccurrences(of: "%t", with: scratch.file("run"))
+        // Only what a user manager sets: no socket, no RUNTIME_DIRECTORY, no SCENED_SOCKET.
+        let environment = ["XDG_RUNTIME_DIR": scratch.file("run"), "XDG_STATE_HOME": scratch.file("state"),
+                           "RUNTIME_DIRECTORY": "", "STATE_DIRECTORY": "", "SCENED_SOCKET": "", "NOTIFY_SOCKET": "",
+                           "LISTEN_FDS": "", "LISTEN_PID": "", "WATCHDOG_USEC": ""]
+        let spawned = spawn([binaries + "/scened", "--config", scratch.file("scened.conf")], environment: environment,
+                            stdoutPath: scratch.file("out"), stderrPath: scratch.file("err"))
+        guard case .success(let pid) = spawned else { throw HarnessError("cannot start scened: \(spawned)") }
+        defer {
+            kill(pid, SIGTERM)
+            if waitForExit(pid, timeout: 10).1 { Issue.record("scened did not exit within 10 s of SIGTERM") }
+        }
+        let bound = waitUntil(seconds: 30, interval: 0.05) { fileExists(expected) }
+        #expect(bound, "scened with XDG_RUNTIME_DIR=\(scratch.file("run")) did not bind \(expected):\n\(readTextFile(scratch.file("err")) ?? "")")
+        let status = runCommand([binaries + "/scenectl", "status"], environment: environment, timeout: 30)
+        #expect(status.succeeded && status.stdout.contains("Socket: \(expected)\n"),
+                "scenectl status without options did not reach \(expected):\n\(status)")
     }
 
     @Test func securityScore() throws {

@@ -23,7 +23,7 @@ final class UserManagerNamespace {
     static let stage = "/run/systest/stage"
     static let socketInside = "/run/scened/io.scened.Manager"
     static let tools = ["/usr/bin/unshare", "/usr/bin/nsenter", "/lib/systemd/systemd", "/lib/systemd/systemd-journald",
-                        "/bin/systemctl", "/bin/journalctl", "/bin/systemd-sysusers", "/usr/bin/timeout"]
+                        "/bin/systemctl", "/bin/journalctl", "/bin/systemd-sysusers", "/usr/bin/timeout", "/usr/bin/setpriv"]
 
     let scratch: ScratchDirectory
     private let unsharePID: pid_t
@@ -32,14 +32,18 @@ final class UserManagerNamespace {
     private(set) var managerPID = ""
     private(set) var cgroup = ""
     private(set) var hierarchies: [String] = []
+    /// The unprivileged user whose own `systemd --user` runs beside root's, when asked for.
+    private(set) var desk: (name: String, uid: uid_t, gid: gid_t, managerPID: String)?
     private var finished = false
 
     var holderLog: String { readTextFile(scratch.file("holder.log")) ?? "" }
     var socketPath: String { "/proc/\(hostPID)/root\(Self.socketInside)" }
 
     /// Starts the namespace; returns once journald and the user manager are up and scened's units
-    /// are installed (not started), or throws with the holder's log.
-    init(packageRoot: String, binaries: String, dropIn: String) throws {
+    /// are installed (not started), or throws with the holder's log. With `deskUser`, that user
+    /// (made with systemd-sysusers inside) also gets a user manager of its own, as logind would
+    /// start it: its cgroup user@UID.service owned by it, its runtime directory /run/user/UID.
+    init(packageRoot: String, binaries: String, dropIn: String, deskUser: String? = nil) throws {
         scratch = try ScratchDirectory(prefix: "scened-systest")
         try writeTextFile(scratch.file("holder.sh"), Self.holderScript)
         try writeTextFile(scratch.file("50-systest.conf"), dropIn)
@@ -50,7 +54,7 @@ final class UserManagerNamespace {
         _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC) // dup2'd onto the child's stdin, which drops the flag
         controlFD = fds[1]
         let arguments = ["/usr/bin/unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child",
-                         "/bin/sh", scratch.file("holder.sh"), scratch.path, packageRoot, binaries]
+                         "/bin/sh", scratch.file("holder.sh"), scratch.path, packageRoot, binaries, deskUser ?? ""]
         let spawned = spawn(arguments, stdinFD: fds[0], stdoutPath: scratch.file("holder.log"),
                             stderrPath: scratch.file("holder.log"))
         close(fds[0])
@@ -82,6 +86,12 @@ final class UserManagerNamespace {
         cgroup = values["cgroup"] ?? ""
         hierarchies = (values["hierarchies"] ?? "").split(separator: " ").map(String.init)
         guard hostPID > 0 else { throw HarnessError("bad info file: \(info)") }
+        if let deskUser {
+            guard let uid = uid_t(values["deskuid"] ?? ""), let gid = gid_t(values["deskgid"] ?? ""), uid != 0 else {
+                throw HarnessError("bad info file (no desk user): \(info)")
+            }
+            desk = (deskUser, uid, gid, values["deskpid"] ?? "")
+        }
     }
 
     deinit {
@@ -103,6 +113,29 @@ final class UserManagerNamespace {
 
     func sh(_ script: String, timeout: Double = 60) -> CommandResult {
         exec(["/bin/sh", "-c", script], timeout: timeout)
+    }
+
+    /// The desk user's runtime directory, its user manager's %t.
+    var deskRuntimeDirectory: String { "/run/user/\(desk?.uid ?? 0)" }
+    var deskUnitDirectory: String { deskRuntimeDirectory + "/config/systemd/user" }
+
+    /// `arguments` as the desk user, in the environment its session would have.
+    func asDesk(_ arguments: [String], timeout: Double = 60) -> CommandResult {
+        guard let desk else { return CommandResult(arguments: arguments, status: -1, stdout: "", stderr: "no desk user", timedOut: false) }
+        let home = "/run/systest/\(desk.name)"
+        return exec(["/usr/bin/setpriv", "--reuid=\(desk.uid)", "--regid=\(desk.gid)", "--init-groups", "/usr/bin/env",
+                     "HOME=\(home)", "XDG_RUNTIME_DIR=\(deskRuntimeDirectory)", "XDG_CONFIG_HOME=\(deskRuntimeDirectory)/config",
+                     "XDG_STATE_HOME=\(deskRuntimeDirectory)/state"] + arguments, timeout: timeout)
+    }
+
+    /// systemctl --user against the desk user's manager, as that user.
+    @discardableResult
+    func deskSystemctl(_ arguments: String..., timeout: Double = 60) -> CommandResult {
+        asDesk(["systemctl", "--user", "--no-pager"] + arguments, timeout: timeout)
+    }
+
+    func deskShow(_ unit: String, _ properties: [String]) -> [String: String] {
+        parseProperties(asDesk(["systemctl", "--user", "show", unit] + properties.flatMap { ["-p", $0] }).stdout)
     }
 
     @discardableResult
@@ -184,7 +217,7 @@ final class UserManagerNamespace {
     /// Run by /bin/sh as the namespace's PID 1. Arguments: scratch dir, package root, bin dir.
     static let holderScript = #"""
     set -eu
-    work=$1 src=$2 bin=$3
+    work=$1 src=$2 bin=$3 desk=${4:-}
     log() { echo "holder: $*" >&2; }
     fail() { echo "SYSTEST-SETUP-ERROR: $*" >&2; exit 70; }
 
@@ -200,7 +233,15 @@ final class UserManagerNamespace {
     else fail "no cgroup hierarchy that systemd can use under /sys/fs/cgroup"
     fi
 
-    SDPID= JPID=
+    SDPID= JPID= DPID= duid= dgid=
+    # Runs "$@" as the desk user, in the environment its session would have.
+    as_desk() {
+        setpriv --reuid="$duid" --regid="$dgid" --init-groups env -i PATH="$PATH" HOME="/run/systest/$desk" \
+            XDG_RUNTIME_DIR="/run/user/$duid" XDG_CONFIG_HOME="/run/user/$duid/config" \
+            XDG_STATE_HOME="/run/user/$duid/state" XDG_DATA_HOME="/run/user/$duid/data" \
+            XDG_CACHE_HOME="/run/user/$duid/cache" SYSTEMD_GENERATOR_PATH=/run/systest/empty \
+            SYSTEMD_ENVIRONMENT_GENERATOR_PATH=/run/systest/empty "$@"
+    }
     # Waits up to $2 s for process $1 to end (a zombie counts as ended).
     await_exit() {
         i=0
@@ -213,6 +254,11 @@ final class UserManagerNamespace {
         rc=$?
         set +e
         trap - EXIT
+        if [ -n "$DPID" ]; then
+            as_desk timeout 10 systemctl --user exit >/dev/null 2>&1
+            await_exit "$DPID" 20 || { log "the desk user's systemd --user did not exit: SIGKILL"; kill -9 "$DPID"; }
+            wait "$DPID" 2>/dev/null
+        fi
         if [ -n "$SDPID" ]; then
             XDG_RUNTIME_DIR=/run/user/0 timeout 10 systemctl --user exit >/dev/null 2>&1
             await_exit "$SDPID" 20 || { log "systemd --user did not exit: SIGKILL"; kill -9 "$SDPID"; }
@@ -259,6 +305,10 @@ final class UserManagerNamespace {
     mkdir -p /run/systest/root/etc
     for f in passwd group shadow gshadow; do [ ! -e "/etc/$f" ] || cp -p "/etc/$f" "/run/systest/root/etc/$f"; done
     systemd-sysusers --root=/run/systest/root "$stage/lib/sysusers.d/scened.conf" >&2 || fail "systemd-sysusers failed"
+    if [ -n "$desk" ]; then
+        printf 'u %s - "scened system test desk user" /run/systest/%s\n' "$desk" "$desk" > /run/systest/desk.conf
+        systemd-sysusers --root=/run/systest/root /run/systest/desk.conf >&2 || fail "systemd-sysusers (desk user) failed"
+    fi
     for f in passwd group shadow gshadow; do
         [ ! -e "/run/systest/root/etc/$f" ] || [ ! -e "/etc/$f" ] || mount --bind "/run/systest/root/etc/$f" "/etc/$f"
     done
@@ -313,8 +363,39 @@ final class UserManagerNamespace {
         sleep 0.02
     done
 
-    printf 'hostpid=%s\nmanagerpid=%s\njournaldpid=%s\ncgroup=%s\nhierarchies=%s\n' \
-        "$hostpid" "$SDPID" "$JPID" "$ucg" "$hier" > "$work/info.tmp"
+    if [ -n "$desk" ]; then
+        duid=$(id -u "$desk") dgid=$(id -g "$desk")
+        dcg=$cg/user-$duid.slice/user@$duid.service
+        mkdir -m 0700 "/run/user/$duid" "/run/systest/$desk"
+        mkdir -p "/run/user/$duid/config/systemd/user"
+        cp "$stage/lib/systemd/user/scened.service" "$stage/lib/systemd/user/scened.socket" "/run/user/$duid/config/systemd/user/"
+        chown -R "$duid:$dgid" "/run/user/$duid" "/run/systest/$desk"
+        # What PID 1 does for user@.service (Delegate=yes): the cgroup and the files that
+        # manage its processes and subtree belong to the user.
+        for h in $hier; do
+            mkdir -p "/sys/fs/cgroup/$h/$dcg" || fail "cannot create cgroup /sys/fs/cgroup/$h/$dcg"
+            for f in "" /cgroup.procs /cgroup.threads /cgroup.subtree_control /tasks; do
+                [ ! -e "/sys/fs/cgroup/$h/$dcg$f" ] || chown "$duid:$dgid" "/sys/fs/cgroup/$h/$dcg$f" || fail "cannot chown $dcg$f"
+            done
+        done
+        /bin/sh -c 'for h in $1; do echo $$ > "/sys/fs/cgroup/$h/$2/cgroup.procs" || exit 71; done; shift 2; exec "$@"' \
+            sh "$hier" "$dcg" setpriv --reuid="$duid" --regid="$dgid" --init-groups env -i PATH="$PATH" \
+            HOME="/run/systest/$desk" XDG_RUNTIME_DIR="/run/user/$duid" XDG_CONFIG_HOME="/run/user/$duid/config" \
+            XDG_STATE_HOME="/run/user/$duid/state" XDG_DATA_HOME="/run/user/$duid/data" XDG_CACHE_HOME="/run/user/$duid/cache" \
+            SYSTEMD_GENERATOR_PATH=/run/systest/empty SYSTEMD_ENVIRONMENT_GENERATOR_PATH=/run/systest/empty \
+            /lib/systemd/systemd --user --log-target=journal --log-level=debug </dev/null >>"$work/desk-manager.log" 2>&1 &
+        DPID=$!
+        i=0
+        until [ "$(as_desk systemctl --user is-system-running 2>/dev/null)" = running ]; do
+            i=$((i + 1))
+            [ $i -le 1000 ] || fail "the desk user's systemd --user did not reach 'running': $(as_desk systemctl --user is-system-running 2>&1); $(cat "$work/desk-manager.log")"
+            await_exit "$DPID" 0 && fail "the desk user's systemd --user exited: $(cat "$work/desk-manager.log")"
+            sleep 0.02
+        done
+    fi
+
+    printf 'hostpid=%s\nmanagerpid=%s\njournaldpid=%s\ncgroup=%s\nhierarchies=%s\ndeskuid=%s\ndeskgid=%s\ndeskpid=%s\n' \
+        "$hostpid" "$SDPID" "$JPID" "$ucg" "$hier" "$duid" "$dgid" "$DPID" > "$work/info.tmp"
     mv "$work/info.tmp" "$work/info"
     log "ready"
     read -r _ || true
