@@ -80,7 +80,12 @@ final class Daemon {
         service.appSettings = settings.apps
         service.socketPath = socketPath
         reclaim.reconfigure(grace: settings.reclaimGrace)
-        reclaim.takesNotice = { app in me.takeUnretainedValue().service.attachments.attachment(of: app) != nil }
+        reclaim.takesNotice = { app in
+            // A suspended app runs no code (and a started one is frozen): it saved its state as
+            // it entered the background and gets no notice, as iOS gives none to suspended apps.
+            let service = me.takeUnretainedValue().service
+            return service.attachments.attachment(of: app) != nil && service.manager.engine.apps[app]?.process == .running
+        }
         reclaim.sendNotices = { notices in me.takeUnretainedValue().service.sendNotices(notices) }
         server.handleCall = { call, conn in me.takeUnretainedValue().service.handle(call, on: conn) }
         server.requestPass = { me.takeUnretainedValue().requestPass() }
