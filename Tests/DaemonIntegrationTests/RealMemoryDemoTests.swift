@@ -74,7 +74,8 @@ struct RealMemoryDemoTests {
         #expect(Double(measured) > Double(kernel) * 0.9 && Double(measured) < Double(kernel) * 1.1,
                 "the daemon's reading (\(measured >> 20) MiB) is what the kernel reports (\(kernel >> 20) MiB)")
         let usage = UInt64(before["usage"]?.intValue ?? 0)
-        #expect(usage >= measured, "usage counts the measured bytes")
+        // Within the 2 % the daemon lets a reading differ before it commits a new figure.
+        #expect(Double(usage) >= Double(measured) * 0.97, "usage (\(usage >> 20) MiB) counts the measured bytes")
 
         // A budget below their sum: usage at 94 % of it, between the high and critical
         // watermarks (90 %, 97 %): a warning, which disconnects background scenes.

@@ -176,6 +176,41 @@ struct StartedAppTests {
         #expect(daemon.stderr.contains("Launching com.example.quits failed"), "the failure is logged")
     }
 
+    @Test("nothing an app started outlives it: a child it left behind goes when the app is terminated, and when the app dies",
+          .timeLimit(.minutes(3)))
+    func childrenGoWithTheApp() throws {
+        let workspace = try Workspace(configuration: Self.configuration)
+        let app = "com.example.forks"
+        let marker = workspace.directory.file("child.pid")
+        let script = workspace.directory.file("forks.sh")
+        // A child that leaves the app's session and ignores SIGTERM, and would otherwise run
+        // on for ten minutes.
+        try writeTextFile(script, """
+            setsid /bin/sh -c 'trap "" TERM; echo $$ > \(marker); exec sleep 600' &
+            exec \(try Self.notes(workspace, app))
+
+            """)
+        try Self.appFile(workspace, app, "[Launch]\nExecStart=/bin/sh \(script)")
+        let daemon = try DaemonProcess(workspace)
+        func childPid() -> Int32? { readTextFile(marker).split(separator: "\n").first.flatMap { Int32($0) } }
+        for round in 0..<2 {
+            unlink(marker)
+            _ = try daemon.call("Connect", ["app": .string(app)])
+            try Self.waitUntil("the child wrote its pid") { childPid() != nil }
+            let child = childPid()!
+            let main = try #require(try Self.app(daemon, app)["startedPid"]?.intValue.map(Int32.init))
+            #expect(Self.stat(child)?[3] != String(main), "the child left the app's session")
+            if round == 0 {
+                try daemon.call("Terminate", ["app": .string(app)])
+            } else {
+                kill(main, SIGKILL)
+            }
+            try Self.waitUntil("the child gone (round \(round))") { access("/proc/\(child)", F_OK) != 0 || Self.stat(child)?.first == "Z" }
+            try Self.waitUntil("the app not running") { try Self.app(daemon, app)["process"]?.stringValue == "notRunning" }
+        }
+        try daemon.assertServing("after its apps' children were killed")
+    }
+
     /// Processes whose parent is `pid`.
     static func children(of pid: Int32) -> [Int32] {
         guard let dir = opendir("/proc") else { return [] }
