@@ -170,6 +170,7 @@ method SetFootprint(app: string, session: ?string, footprint: int) -> ()
 error AlreadyAttached (app: string, pid: int, message: string)
 
 # The call needs the app's attached process, and the caller is not it (or none is attached).
+# For an app scened starts itself, every request needs it.
 error NotAttached (app: string, message: string)
 
 # No bounded callback with this sequence number (or no notice with this id) is waiting for the
@@ -183,7 +184,9 @@ error DeadlinePassed (app: string, seq: int, message: string)
 error NotOwnSession (app: string, session: string, message: string)
 
 # Ends an Attach call: the app's process was terminated as hung (it missed a deadline) and
-# must exit.
+# must exit. Also the answer to a request of an app scened starts itself (ExecStart=) whose
+# app was terminated (reason "terminated"): that process is on its way out and may not bring
+# the app back; only its Acknowledge of willTerminate and Detach are taken.
 error Terminated (app: string, reason: string, message: string)
 """
 }

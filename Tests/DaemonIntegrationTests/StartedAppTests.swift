@@ -206,9 +206,50 @@ struct StartedAppTests {
                 kill(main, SIGKILL)
             }
             try Self.waitUntil("the child gone (round \(round))") { access("/proc/\(child)", F_OK) != 0 || Self.stat(child)?.first == "Z" }
-            try Self.waitUntil("the app not running") { try Self.app(daemon, app)["process"]?.stringValue == "notRunning" }
+            do {
+                try Self.waitUntil("the app not running") { try Self.app(daemon, app)["process"]?.stringValue == "notRunning" }
+            } catch {
+                throw TestFailure("\(error); \(try Self.app(daemon, app)); scened's log:\n\(daemon.stderr)")
+            }
         }
         try daemon.assertServing("after its apps' children were killed")
+    }
+
+    @Test("a flood of launches of an app that cannot start forks a bounded number of times (the start limit) and every call is answered",
+          .timeLimit(.minutes(3)))
+    func floodOfFailingLaunches() throws {
+        let workspace = try Workspace(configuration: Self.configuration)
+        let app = "com.example.crashes"
+        try Self.appFile(workspace, app, "[Launch]\nExecStart=/bin/sh -c \"exit 7\"\nStartLimitBurst=5\nStartLimitIntervalSec=1min")
+        let daemon = try DaemonProcess(workspace)
+        // One connection pipelines 200 launches; 20 more send 5 each.
+        let flooder = try RawConnection(path: daemon.socketPath)
+        for _ in 0..<200 { try flooder.sendCall("io.scened.Manager.Connect", ["app": .string(app)]) }
+        var others: [RawConnection] = []
+        for _ in 0..<20 {
+            let c = try RawConnection(path: daemon.socketPath)
+            for _ in 0..<5 { try c.sendCall("io.scened.Manager.Launch", ["app": .string(app)]) }
+            others.append(c)
+        }
+        let bystander = try daemon.client(timeout: .seconds(10))
+        #expect(try bystander.call("io.scened.Manager.GetStatus")["status"] != nil)
+        var errors: [String: Int] = [:]
+        var pids = Set<String>()
+        var limited = 0
+        for (c, n) in [(flooder, 200)] + others.map({ ($0, 5) }) {
+            for _ in 0..<n {
+                let reply = try c.receiveObject(timeout: 60)
+                errors[reply.errorName ?? "none", default: 0] += 1
+                let message = reply.parametersObject["message"]?.stringValue ?? ""
+                if message.contains("start limit hit") { limited += 1 }
+                // "the process (pid N) exited with status 7 before it attached": one per spawn.
+                if let pid = message.split(separator: "(pid ").dropFirst().first?.prefix(while: { $0 != ")" }) { pids.insert(String(pid)) }
+            }
+        }
+        #expect(errors == ["io.scened.Manager.LaunchFailed": 300], "\(errors)")
+        #expect(pids.count >= 1 && pids.count <= 5, "forked \(pids.count) times for 300 launches (StartLimitBurst=5)")
+        #expect(limited > 0 && limited + pids.count <= 300, "\(limited) refused by the start limit")
+        try daemon.assertServing("after a flood of failing launches")
     }
 
     /// Processes whose parent is `pid`.

@@ -14,6 +14,8 @@ struct LaunchSettings: Equatable, Sendable {
     var stopTimeout = TimeSpan.seconds(5)
     /// Where a started app's memory figure comes from.
     var memory: MemorySource = .measured
+    /// StartLimitIntervalSec=, StartLimitBurst=.
+    var startLimit = LaunchTable.StartLimit()
 
     enum MemorySource: String, Sendable {
         /// The cgroup's memory.current, else the sum of its processes' Pss.
@@ -124,6 +126,16 @@ extension AppSettingKey {
             s.launch.stopTimeout = TimeSpan(microseconds: us)
             return nil
         }, show: { $0.launch.stopTimeout.formatted }),
+        AppSettingKey(section: "Launch", key: "StartLimitIntervalSec", apply: { s, v in
+            guard let us = ConfigValues.timeSpan(v), us >= 0 else { return "StartLimitIntervalSec=\(v): not a time span" }
+            s.launch.startLimit.interval = TimeSpan(microseconds: us)
+            return nil
+        }, show: { $0.launch.startLimit.interval.formatted }),
+        AppSettingKey(section: "Launch", key: "StartLimitBurst", apply: { s, v in
+            guard let n = Int(v), n >= 1, n <= 10_000 else { return "StartLimitBurst=\(v): not a number from 1 to 10000" }
+            s.launch.startLimit.burst = n
+            return nil
+        }, show: { String($0.launch.startLimit.burst) }),
         AppSettingKey(section: "Launch", key: "MemorySource", apply: { s, v in
             guard let source = LaunchSettings.MemorySource(rawValue: v) else {
                 return "MemorySource=\(v): expected \"measured\" or \"declared\""

@@ -23,7 +23,7 @@ extension ManagerVarlink {
               launches.mustWait(app, attached: attached) else { return false }
         parked[app, default: []].append((c.conn.number, c.call))
         c.conn.stream = .launching(app)
-        carryOut(launches.launchWanted(app))
+        carryOut(launches.launchWanted(app, limit: settings.launch.startLimit, now: manager.clock.now()))
         return true
     }
 
@@ -42,7 +42,7 @@ extension ManagerVarlink {
                 }
                 shares.forget(app)
                 let running = (manager.engine.apps[app]?.process ?? .notRunning) != .notRunning
-                carryOut(launches.exited(app, status: status, stillRunning: running))
+                carryOut(launches.exited(app, status: status, stillRunning: running, now: now))
             }
         }
         carryOut(launches.expire(now: now))
@@ -53,7 +53,7 @@ extension ManagerVarlink {
         if !launchOutcomes.isEmpty {
             let outcomes = launchOutcomes
             launchOutcomes = []
-            for (app, failure) in outcomes { settleWaiters(app, failure) }
+            for (app, failure, count) in outcomes { settleWaiters(app, failure, count) }
         }
         if let launcher { for app in launcher.pendingCleanUps { launcher.cleanUp(app) } }
     }
@@ -105,10 +105,10 @@ extension ManagerVarlink {
             case .kill(let app):
                 launcher?.kill(app)
             case .resumeWaiters(let app):
-                launchOutcomes.append((app, nil))
+                launchOutcomes.append((app, nil, parked[app]?.count ?? 0))
                 server.requestPass?()
             case .failWaiters(let app, let message):
-                launchOutcomes.append((app, message))
+                launchOutcomes.append((app, message, parked[app]?.count ?? 0))
                 appLog(.err, app, "Launching \(app) failed: \(message).", id: MessageID.appProcess,
                        [("SCENED_LAUNCH_ERROR", message)])
                 server.requestPass?()
@@ -126,7 +126,7 @@ extension ManagerVarlink {
 
     private func spawn(_ app: AppID) {
         guard let settings = appSettings[app] else {
-            carryOut(launches.spawnFailed(app, "\(app) has no ExecStart= any more"))
+            carryOut(launches.spawnFailed(app, "\(app) has no ExecStart= any more", now: manager.clock.now()))
             return
         }
         if launcher == nil, let loop = daemon?.loop {
@@ -150,7 +150,7 @@ extension ManagerVarlink {
             spec.uid = uid
             spec.gid = settings.gid ?? user?.gid ?? uid
         } else if let uid = settings.uid, uid != me {
-            carryOut(launches.spawnFailed(app, "User=\(settings.user ?? String(uid)): only root can start an app as another user"))
+            carryOut(launches.spawnFailed(app, "User=\(settings.user ?? String(uid)): only root can start an app as another user", now: manager.clock.now()))
             return
         }
         spec.workingDirectory = launch.workingDirectory ?? user?.home
@@ -168,14 +168,18 @@ extension ManagerVarlink {
                              now: manager.clock.now())
             appLog(.info, app, "Started \(app): pid \(pid), \(launch.command.joined(separator: " ")).", id: MessageID.appProcess)
         } catch {
-            carryOut(launches.spawnFailed(app, error.message))
+            carryOut(launches.spawnFailed(app, error.message, now: manager.clock.now()))
         }
     }
 
-    /// The calls that waited for `app`'s launch go ahead, or get LaunchFailed.
-    private func settleWaiters(_ app: AppID, _ failure: String?) {
-        guard let waiting = parked.removeValue(forKey: app) else { return }
-        for (number, call) in waiting {
+    /// The first `count` calls that waited for `app`'s launch (those parked when it settled;
+    /// later ones wait for the next) go ahead, or get LaunchFailed.
+    private func settleWaiters(_ app: AppID, _ failure: String?, _ count: Int) {
+        guard var waiting = parked[app], count > 0 else { return }
+        let settled = waiting.prefix(count)
+        waiting.removeFirst(min(count, waiting.count))
+        parked[app] = waiting.isEmpty ? nil : waiting
+        for (number, call) in settled {
             guard let conn = server.connections[number], !conn.isClosed, case .launching(let a)? = conn.stream, a == app
             else { continue }
             if let failure {

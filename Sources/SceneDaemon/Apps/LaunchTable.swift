@@ -59,6 +59,17 @@ struct LaunchTable {
     private(set) var processes: [AppID: Process] = [:]
     /// Launches asked for and not yet spawned (the shell spawns at once; this is the gap).
     private(set) var spawning: Set<AppID> = []
+    /// When each app's recent launches failed, for the start limit.
+    private(set) var failures: [AppID: [Timestamp]] = [:]
+
+    /// As systemd's StartLimitIntervalSec=/StartLimitBurst=: an app whose launches failed this
+    /// many times within the interval is not started again until the interval has passed
+    /// since the oldest of them, so that a caller repeating a launch that cannot succeed does
+    /// not make scened fork in a loop.
+    struct StartLimit: Equatable, Sendable {
+        var interval = TimeSpan.seconds(10)
+        var burst = 5
+    }
 
     var isEmpty: Bool { processes.isEmpty && spawning.isEmpty }
 
@@ -76,8 +87,16 @@ struct LaunchTable {
     }
 
     /// A call needs `app` launched and no process of it is attached.
-    mutating func launchWanted(_ app: AppID) -> [Action] {
+    mutating func launchWanted(_ app: AppID, limit: StartLimit, now: Timestamp) -> [Action] {
         if spawning.contains(app) { return [] }
+        if processes[app] == nil, let recent = failures[app] {
+            let kept = recent.filter { now < $0 + limit.interval }
+            failures[app] = kept.isEmpty ? nil : kept
+            if kept.count >= limit.burst {
+                let retry = kept[0] + limit.interval
+                return [.failWaiters(app, "start limit hit: \(kept.count) failed launches within \(limit.interval.formatted); the next may be tried in \((retry - now).formatted)")]
+            }
+        }
         if let p = processes[app] {
             if case .stopping = p.phase { processes[app]!.relaunch = true }
             return []
@@ -91,8 +110,9 @@ struct LaunchTable {
         processes[app] = Process(app: app, pid: pid, phase: .starting(deadline: now + timeouts.attach), timeouts: timeouts)
     }
 
-    mutating func spawnFailed(_ app: AppID, _ message: String) -> [Action] {
+    mutating func spawnFailed(_ app: AppID, _ message: String, now: Timestamp) -> [Action] {
         spawning.remove(app)
+        failures[app, default: []].append(now)
         return [.failWaiters(app, message), .cleanUp(app)]
     }
 
@@ -162,17 +182,17 @@ struct LaunchTable {
 
     /// The process the table knows for `app` exited (its pidfd said so); `stillRunning` is
     /// whether the engine still has the app running or suspended.
-    mutating func exited(_ app: AppID, status: String, stillRunning: Bool) -> [Action] {
+    mutating func exited(_ app: AppID, status: String, stillRunning: Bool, now: Timestamp) -> [Action] {
         guard let p = processes.removeValue(forKey: app) else { return [] }
         // Anything it started goes with it: no process of a terminated app outlives it.
         var actions: [Action] = [.kill(app)]
         switch p.phase {
         case .starting:
+            failures[app, default: []].append(now)
             actions.append(.failWaiters(app, "the process (pid \(p.pid)) \(status) before it attached"))
-        case .running:
+        case .running, .stopping:
+            // Stopping too: the engine must not keep an app running whose process is gone.
             if stillRunning { actions.append(.died(app, "its process (pid \(p.pid)) \(status)")) }
-        case .stopping:
-            break
         }
         actions.append(.cleanUp(app))
         if p.relaunch {
@@ -188,6 +208,7 @@ struct LaunchTable {
         for (app, var p) in processes {
             switch p.phase {
             case .starting(let deadline) where deadline <= now:
+                failures[app, default: []].append(now)
                 p.phase = .stopping(signalAt: nil, killAt: nil)
                 actions += [.kill(app), .failWaiters(app, "the process (pid \(p.pid)) did not attach within \(p.timeouts.attach.formatted)")]
             case .stopping(let signalAt, let killAt):

@@ -3,8 +3,21 @@ import Varlink
 
 /// What UIKit lets an app ask for, on its own sessions and tasks only.
 extension ManagerVarlink {
+    /// For an app scened starts itself, only its attached process may ask, and only while the
+    /// app runs: a process whose app was terminated is on its way out (SIGTERM follows) and
+    /// must not bring the app back under the process scened is ending.
+    func checkStartedAppCaller(_ c: MethodCall, _ app: AppID) throws(VarlinkError) {
+        guard appSettings[app]?.launch.starts == true else { return }
+        _ = try attachedProcess(c, app)
+        if (manager.engine.apps[app]?.process ?? .notRunning) == .notRunning {
+            throw Self.appError("Terminated", app, [("reason", .string("terminated"))],
+                                "\(app) was terminated; its process must exit (a new one is started at the next launch)")
+        }
+    }
+
     func requestActivation(_ c: MethodCall) throws(VarlinkError) {
         let app = try c.p.app()
+        try checkStartedAppCaller(c, app)
         let id: SessionID
         if let existing = try ownSession(c, app) {
             _ = try run(.activate(existing))
@@ -24,6 +37,7 @@ extension ManagerVarlink {
 
     func requestDestruction(_ c: MethodCall) throws(VarlinkError) {
         let app = try c.p.app()
+        try checkStartedAppCaller(c, app)
         guard let id = try ownSession(c, app) else { throw .invalidParameter("session") }
         _ = try run(.discard(id, cause: .request))
         reply(c) { _ in }
@@ -31,6 +45,7 @@ extension ManagerVarlink {
 
     func appBeginTask(_ c: MethodCall) throws(VarlinkError) {
         let app = try c.p.app()
+        try checkStartedAppCaller(c, app)
         let session = try ownSession(c, app)
         let (result, _) = try run(.beginTask(BeginTaskRequest(app: app, session: session, name: c.p.string("name") ?? "")))
         guard case .task(let token) = result else { return }
@@ -42,6 +57,7 @@ extension ManagerVarlink {
 
     func appEndTask(_ c: MethodCall) throws(VarlinkError) {
         let app = try c.p.app()
+        try checkStartedAppCaller(c, app)
         let token = try c.p.task("task")
         guard let task = manager.engine.tasks[token] else { throw Self.error(for: .noSuchTask(token)) }
         guard task.app == app else {
@@ -54,6 +70,7 @@ extension ManagerVarlink {
 
     func appSaveState(_ c: MethodCall) throws(VarlinkError) {
         let app = try c.p.app()
+        try checkStartedAppCaller(c, app)
         guard let id = try ownSession(c, app) else { throw .invalidParameter("session") }
         _ = try run(.saveState(id, try checkedRestoration(try c.p.restoration("restoration"))))
         reply(c) { _ in }
@@ -61,6 +78,7 @@ extension ManagerVarlink {
 
     func appSaveUserInfo(_ c: MethodCall) throws(VarlinkError) {
         let app = try c.p.app()
+        try checkStartedAppCaller(c, app)
         guard let id = try ownSession(c, app) else { throw .invalidParameter("session") }
         guard let text = try c.p.objectText("userInfo") else { throw .invalidParameter("userInfo") }
         _ = try run(.saveUserInfo(id, UserInfo(json: try checkedUserInfo(text))))
@@ -69,6 +87,7 @@ extension ManagerVarlink {
 
     func appSetFootprint(_ c: MethodCall) throws(VarlinkError) {
         let app = try c.p.app()
+        try checkStartedAppCaller(c, app)
         guard let bytes = try c.p.count("footprint") else { throw .invalidParameter("footprint") }
         if let id = try ownSession(c, app) {
             _ = try run(.setFootprint(id, bytes))

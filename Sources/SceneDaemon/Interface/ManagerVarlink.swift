@@ -35,7 +35,7 @@ final class ManagerVarlink {
     /// Calls waiting for their app's process to attach, by app.
     var parked: [AppID: [(connection: Int, call: VarlinkCall)]] = [:]
     /// Launches settled since the last pass: their waiting calls go ahead (nil) or fail.
-    var launchOutcomes: [(AppID, String?)] = []
+    var launchOutcomes: [(app: AppID, failure: String?, count: Int)] = []
     /// Started processes that exited, with their status, to be carried out in the pass.
     var pendingExits: [(AppID, String)] = []
     /// How started apps' measured memory is charged, and when they were last read.
