@@ -142,6 +142,7 @@ final class Daemon {
             }
         }
         applyPSI()
+        service.prepareLaunches()
         try server.start()
         // Restored state may have deadlines already past: fire them now, with their events.
         manager.tick()

@@ -252,6 +252,33 @@ struct StartedAppTests {
         try daemon.assertServing("after a flood of failing launches")
     }
 
+    @Test("after scened is killed (no service manager to stop its cgroup), the next scened kills what the dead one started and starts the app anew",
+          .timeLimit(.minutes(3)))
+    func aDeadDaemonsAppsDoNotLinger() throws {
+        let workspace = try Workspace(configuration: Self.configuration)
+        let app = "com.example.orphan"
+        try Self.appFile(workspace, app, "[Launch]\nExecStart=\(try Self.notes(workspace, app))")
+        let first = try DaemonProcess(workspace)
+        let session = try #require(try first.call("Connect", ["app": .string(app)])["session"]?["id"]?.stringValue)
+        let orphan = try #require(try Self.app(first, app)["startedPid"]?.intValue.map(Int32.init))
+        let oldCgroup = Self.cgroupDirectory(orphan)
+        first.crash()
+        usleep(200_000)
+        #expect(access("/proc/\(orphan)", F_OK) == 0, "outside a service manager the app outlives a killed scened")
+
+        let second = try DaemonProcess(workspace)
+        try Self.waitUntil("the orphan killed") { access("/proc/\(orphan)", F_OK) != 0 || Self.stat(orphan)?.first == "Z" }
+        if geteuid() == 0, let oldCgroup { #expect(access(oldCgroup, F_OK) != 0, "the dead scened's cgroup removed: \(oldCgroup)") }
+        #expect(try Self.app(second, app)["process"]?.stringValue == "notRunning", "terminated as exited: its process is gone")
+        #expect(second.stderr.contains("killed what a previous scened left running") || geteuid() != 0)
+        // The session is archived with its state; activating it starts a new process.
+        let again = try second.call("Activate", ["session": .string(session)])
+        #expect(again["session"]?["state"]?.stringValue == "foregroundActive")
+        let fresh = try #require(try Self.app(second, app)["startedPid"]?.intValue.map(Int32.init))
+        #expect(fresh != orphan)
+        try second.stop()
+    }
+
     /// Processes whose parent is `pid`.
     static func children(of pid: Int32) -> [Int32] {
         guard let dir = opendir("/proc") else { return [] }

@@ -32,6 +32,8 @@ final class AppLauncher {
     let cgroupBase: String?
     /// Why there is no cgroup base, for the status and the journal.
     let cgroupProblem: String?
+    /// Cgroups of a previous scened found at start, their processes killed, for the journal.
+    private(set) var stale: [String] = []
     private(set) var running: [AppID: Running] = [:]
     /// Set by the owner: a process exited, with its status described.
     var onExit: ((AppID, String) -> Void)?
@@ -40,6 +42,7 @@ final class AppLauncher {
         self.loop = loop
         var problem: String?
         var usable: String?
+        if let base { stale = Self.removeStale(base: base) }
         if let base {
             do {
                 _ = try Cgroup.create(base)
@@ -62,6 +65,62 @@ final class AppLauncher {
         let name = own.split(separator: "/").last.map(String.init) ?? ""
         if name.hasSuffix(".service") { return own + "/apps" }
         return (own.hasSuffix("/") ? own : own + "/") + "scened.\(getpid())"
+    }
+
+    /// What a scened that is gone left behind (it was killed, or crashed outside a service
+    /// manager, which would have stopped its cgroup): the apps' cgroups of this unit's
+    /// previous run (`apps/app-*`), or the `scened.PID` directories beside ours whose daemon
+    /// no longer runs. Their processes are nobody's now: killed, and the cgroups removed, so
+    /// that no process of an app outlives the daemon that ran it.
+    static func removeStale(base: String) -> [String] {
+        guard let slash = base.lastIndex(of: "/") else { return [] }
+        let parent = String(base[..<slash])
+        var found: [String] = []
+        if base.hasSuffix("/apps") {
+            found = subdirectories(base).filter { $0.hasPrefix("app-") }.map { base + "/" + $0 }
+        } else {
+            for name in subdirectories(parent) where name.hasPrefix("scened.") {
+                guard let pid = Int32(name.dropFirst(7)), pid != getpid() else { continue }
+                let comm = (try? String(decoding: readAll("/proc/\(pid)/comm"), as: UTF8.self)) ?? ""
+                if comm.hasPrefix("scened") { continue }
+                found.append(parent + "/" + name)
+            }
+        }
+        for dir in found { removeTree(dir) }
+        return found
+    }
+
+    private static func removeTree(_ dir: String) {
+        for name in subdirectories(dir) { removeTree(dir + "/" + name) }
+        let cg = Cgroup(path: dir)
+        try? cg.kill()
+        // The kill is carried out asynchronously: a moment for the last process to go.
+        for _ in 0..<100 where (try? cg.events())?.populated ?? false { usleep(10_000) }
+        try? cg.remove()
+    }
+
+    private static func subdirectories(_ dir: String) -> [String] {
+        guard let d = opendir(dir) else { return [] }
+        defer { closedir(d) }
+        var names: [String] = []
+        while let entry = readdir(d) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != ".", name != "..", entry.pointee.d_type == UInt8(DT_DIR) { names.append(name) }
+        }
+        return names
+    }
+
+    private static func readAll(_ path: String) throws -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw LaunchFailure(message: "open \(path)") }
+        defer { close(fd) }
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n <= 0 { return out }
+            out += buffer[..<n]
+        }
     }
 
     func isRunning(_ app: AppID) -> Bool { running[app] != nil }

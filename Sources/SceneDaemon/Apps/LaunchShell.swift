@@ -124,22 +124,44 @@ extension ManagerVarlink {
         }
     }
 
+    /// At start, when some app is started by scened: the launcher is made now (what a dead
+    /// scened left in its cgroups is killed), and an app the store has running whose process
+    /// was scened's has none any more: terminated as exited, so that the store says what is
+    /// true and the next launch starts a new process.
+    func prepareLaunches() {
+        guard appSettings.values.contains(where: { $0.launch.starts }) else { return }
+        makeLauncher()
+        if let launcher, !launcher.stale.isEmpty {
+            Diagnostics.warning("killed what a previous scened left running in \(launcher.stale.joined(separator: ", "))")
+        }
+        for (app, settings) in appSettings where settings.launch.starts {
+            guard let record = manager.engine.apps[app], record.process != .notRunning,
+                  attachments.attachment(of: app) == nil else { continue }
+            _ = try? manager.execute(.processDied(app, reason: .exited))
+            appLog(.notice, app, "\(app) was running when scened last stopped, and its process with it: terminated as exited.",
+                   id: MessageID.appProcess)
+        }
+    }
+
+    private func makeLauncher() {
+        guard launcher == nil, let loop = daemon?.loop else { return }
+        let made = AppLauncher(loop: loop)
+        let me = Unmanaged.passUnretained(self)
+        made.onExit = { app, status in
+            let service = me.takeUnretainedValue()
+            service.pendingExits.append((app, status))
+            service.server.requestPass?()
+        }
+        if let problem = made.cgroupProblem { Diagnostics.warning(problem) }
+        launcher = made
+    }
+
     private func spawn(_ app: AppID) {
         guard let settings = appSettings[app] else {
             carryOut(launches.spawnFailed(app, "\(app) has no ExecStart= any more", now: manager.clock.now()))
             return
         }
-        if launcher == nil, let loop = daemon?.loop {
-            let made = AppLauncher(loop: loop)
-            let me = Unmanaged.passUnretained(self)
-            made.onExit = { app, status in
-                let service = me.takeUnretainedValue()
-                service.pendingExits.append((app, status))
-                service.server.requestPass?()
-            }
-            if let problem = made.cgroupProblem { Diagnostics.warning(problem) }
-            launcher = made
-        }
+        makeLauncher()
         guard let launcher else { return }
         let launch = settings.launch
         var spec = LaunchSpec(executable: launch.command[0], arguments: launch.command, environment: [])
