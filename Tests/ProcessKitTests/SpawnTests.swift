@@ -46,14 +46,17 @@ import Testing
         #expect(child.waitForExit() == .killed(signal: SIGKILL, coreDumped: false))
     }
 
-    /// An extra descriptor without close-on-exec is open here; the child has 0, 1 and 2 only.
-    /// (A leaked descriptor never goes away, so waiting for exactly three cannot pass wrongly.)
+    /// An extra descriptor without close-on-exec is open here while the child starts; the
+    /// child has 0, 1 and 2 only. (Open only around the spawn: other suites' children started
+    /// meanwhile would inherit it. A leaked descriptor never goes away, so waiting for exactly
+    /// three cannot pass wrongly.)
     @Test func onlyStandardDescriptorsAreOpen() throws {
+        let out = try OutputFile(directory, "fds")
         let extra = open("/dev/null", O_RDONLY)
         #expect(extra > 2)
-        defer { close(extra) }
-        let out = try OutputFile(directory, "fds")
-        let child = try Launched(LaunchSpec(executable: "/bin/sleep", arguments: ["sleep", "30"], stdoutFD: out.fd, stderrFD: out.fd))
+        let spawned = Result { try Launched(LaunchSpec(executable: "/bin/sleep", arguments: ["sleep", "30"], stdoutFD: out.fd, stderrFD: out.fd)) }
+        close(extra)
+        let child = try spawned.get()
         let exact = waitUntil(seconds: 5) { openDescriptors(child.pid) == [0, 1, 2] }
         #expect(exact, "open in the child: \(openDescriptors(child.pid))")
         #expect([0, 1, 2].map { descriptorTarget(child.pid, $0) } == ["/dev/null", out.path, out.path])
