@@ -52,7 +52,7 @@ let package = Package(
 
         // Benchmarks: release-built executables that print figures and conditions; never tests.
         .executableTarget(name: "scenecore-bench", dependencies: ["SceneCore"]),
-        .executableTarget(name: "scened-bench", dependencies: ["Varlink", "Locking", "SystemdKit"]),
+        .executableTarget(name: "scened-bench", dependencies: ["Varlink", "Locking", "SystemdKit", "ProcessKit"]),
 
         // Trace replay of the reclaim policy against baselines on a virtual clock (§3.7).
         .target(name: "SceneReplay", dependencies: ["SceneCore", "Varlink"]),
@@ -87,6 +87,8 @@ let package = Package(
         // SceneClient against the real daemon: callbacks equal the Monitor's, restoration
         // after a disconnect, reattach after a daemon restart.
         .testTarget(name: "SceneClientTests", dependencies: ["SceneClient", "Varlink", "Locking", "ScenedTestSupport"]),
+        // ProcessKit with real processes and cgroups (the cgroup tests need root and cgroup v2).
+        .testTarget(name: "ProcessKitTests", dependencies: ["ProcessKit", "ScenedTestSupport"]),
         .testTarget(name: "SceneDaemonTests", dependencies: ["SceneDaemon", "SceneCore", "SystemdKit", "SceneReplay", "ScenedTestSupport"]),
     ]
 )

@@ -1,4 +1,4 @@
-// fork → prepare → execve, with failures in the child sent back as (stage, errno).
+// vfork → prepare → execve, with failures in the child sent back as (stage, errno).
 #define _GNU_SOURCE
 #include "process_shim.h"
 
@@ -16,24 +16,45 @@
 #define P_PIDFD 3
 #endif
 
+/// The kernel's struct sigaction (not glibc's, whose mask is 128 bytes).
+struct kernel_sigaction {
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)(void);
+    unsigned long mask;
+};
+
 struct report {
     int stage;
     int error;
 };
 
-/// Child only: tells the parent where it failed and exits. write(2) and _exit(2) are
-/// async-signal-safe.
-static void fail(int report_fd, int stage) {
-    struct report r = { stage, errno };
-    ssize_t ignored = write(report_fd, &r, sizeof r);
-    (void)ignored;
-    _exit(127);
+// Everything the child runs is marked no_sanitize and makes raw system calls only: it shares
+// the parent's memory until exec, and a sanitizer's interceptors (close, open, dup2 and
+// memset keep books in that shared memory) or instrumentation must not act for it there.
+// (disable_sanitizer_instrumentation also drops ThreadSanitizer's function entry and exit
+// hooks, which no_sanitize keeps and which would touch the parent thread's state.)
+#if defined(__has_attribute) && __has_attribute(disable_sanitizer_instrumentation)
+#define CHILD_CODE __attribute__((disable_sanitizer_instrumentation, noinline))
+#else
+#define CHILD_CODE __attribute__((no_sanitize("address", "thread", "undefined"), noinline))
+#endif
+
+/// Child only: tells the parent where it failed and exits.
+CHILD_CODE static void fail(int report_fd, int stage, long result) {
+    struct report r = { stage, (int)-result };
+    syscall(SYS_write, report_fd, &r, sizeof r);
+    syscall(SYS_exit_group, 127);
+    for (;;) {}
 }
 
-/// Child only: the decimal digits of `value` and a newline, without stdio (not
-/// async-signal-safe).
-static size_t format_pid(char *buffer, size_t size, pid_t value) {
-    char digits[16];
+/// Child only: the raw call's result, negative errno on failure. (syscall() sets errno, the
+/// parent thread's, shared with this child; the parent reads none after a successful vfork.)
+CHILD_CODE static long raw(long result) { return result == -1 ? -errno : result; }
+
+/// Child only: the decimal digits of `value` and a newline.
+CHILD_CODE static size_t format_pid(char *buffer, size_t size, long value) {
+    char digits[24];
     size_t n = 0;
     unsigned long v = (unsigned long)value;
     do {
@@ -46,76 +67,100 @@ static size_t format_pid(char *buffer, size_t size, pid_t value) {
     return length;
 }
 
-/// Child only: closes every descriptor from `low` up except `keep`.
-static int close_from(int low, int keep) {
-    if (keep >= low) {
-        if (keep > low && syscall(SYS_close_range, (unsigned)low, (unsigned)(keep - 1), 0u) != 0) return -1;
-        if (keep < INT_MAX) return (int)syscall(SYS_close_range, (unsigned)(keep + 1), ~0u, 0u);
-        return 0;
-    }
-    return (int)syscall(SYS_close_range, (unsigned)low, ~0u, 0u);
+/// Child only: `from` onto `to` without close-on-exec (dup3 refuses from == to).
+CHILD_CODE static long move_onto(int from, int to) {
+    if (from == to) return raw(syscall(SYS_fcntl, to, F_SETFD, 0));
+    return raw(syscall(SYS_dup3, from, to, 0));
 }
 
-/// Child only: everything between fork and exec. Never returns.
-static void child(const struct ps_spawn_request *rq, int report_fd) {
+/// Child only: closes every descriptor from `low` up except `keep`.
+CHILD_CODE static long close_from(int low, int keep) {
+    long r = 0;
+    if (keep >= low) {
+        if (keep > low) r = raw(syscall(SYS_close_range, (unsigned)low, (unsigned)(keep - 1), 0u));
+        if (r == 0 && keep < INT_MAX) r = raw(syscall(SYS_close_range, (unsigned)(keep + 1), ~0u, 0u));
+        return r;
+    }
+    return raw(syscall(SYS_close_range, (unsigned)low, ~0u, 0u));
+}
+
+/// Child only: everything between vfork and exec. Never returns. It shares the parent's memory
+/// (the parent suspended until exec): it writes nothing but its own stack frames (below the
+/// parent's) and the report pipe.
+CHILD_CODE static void child(const struct ps_spawn_request *rq, int report_fd, int read_end) {
+    long r;
+    syscall(SYS_close, read_end);
     // Keep the report end above the standard descriptors, which are about to be replaced.
     if (report_fd <= 2) {
-        int moved = fcntl(report_fd, F_DUPFD_CLOEXEC, 3);
-        if (moved < 0) fail(report_fd, PS_STAGE_DESCRIPTORS);
-        report_fd = moved;
+        r = raw(syscall(SYS_fcntl, report_fd, F_DUPFD_CLOEXEC, 3));
+        if (r < 0) fail(report_fd, PS_STAGE_DESCRIPTORS, r);
+        report_fd = (int)r;
     }
 
-    // Signals arrive blocked (the parent blocked them all around fork): reset every
+    // Signals arrive blocked (the parent blocked them all around vfork): reset every
     // disposition while nothing can be delivered to a handler inherited from the parent.
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    for (int s = 1; s < NSIG; s++) {
+    // The kernel's call, because glibc's sigaction refuses its internal signals (32, 33),
+    // whose SIG_IGN would otherwise survive exec.
+    static const struct kernel_sigaction dfl = { SIG_DFL, 0, NULL, 0 };
+    for (int s = 1; s <= 64; s++) {
         if (s == SIGKILL || s == SIGSTOP) continue;
-        // glibc's internal signals (32, 33) refuse with EINVAL; exec resets them anyway.
-        if (sigaction(s, &dfl, NULL) != 0 && errno != EINVAL) fail(report_fd, PS_STAGE_SIGNALS);
+        r = raw(syscall(SYS_rt_sigaction, s, &dfl, NULL, sizeof dfl.mask));
+        if (r != 0) fail(report_fd, PS_STAGE_SIGNALS, r);
     }
 
-    if (setsid() < 0) fail(report_fd, PS_STAGE_SESSION);
+    r = raw(syscall(SYS_setsid));
+    if (r < 0) fail(report_fd, PS_STAGE_SESSION, r);
 
     // Join the cgroup before exec, so that nothing the program forks starts outside it.
     if (rq->cgroup_procs != NULL) {
-        int fd = open(rq->cgroup_procs, O_WRONLY | O_CLOEXEC);
-        if (fd < 0) fail(report_fd, PS_STAGE_CGROUP);
+        long fd = raw(syscall(SYS_openat, AT_FDCWD, rq->cgroup_procs, O_WRONLY | O_CLOEXEC, 0));
+        if (fd < 0) fail(report_fd, PS_STAGE_CGROUP, fd);
         char text[24];
-        size_t length = format_pid(text, sizeof text, getpid());
-        if (write(fd, text, length) != (ssize_t)length) fail(report_fd, PS_STAGE_CGROUP);
-        close(fd);
+        size_t length = format_pid(text, sizeof text, syscall(SYS_getpid));
+        r = raw(syscall(SYS_write, fd, text, length));
+        if (r != (long)length) fail(report_fd, PS_STAGE_CGROUP, r < 0 ? r : -EIO);
+        syscall(SYS_close, fd);
     }
 
-    // Raw system calls: they change this (the only) thread, without glibc's setxid broadcast
-    // to threads that do not exist in the child.
+    // The ids of this (the only) thread, without glibc's setxid broadcast to threads.
     if (rq->change_gid || rq->change_uid) {
-        gid_t gid = rq->change_gid ? rq->gid : getgid();
-        if (syscall(SYS_setgroups, 1, &gid) != 0) fail(report_fd, PS_STAGE_GROUPS);
-        if (rq->change_gid && syscall(SYS_setresgid, gid, gid, gid) != 0) fail(report_fd, PS_STAGE_GID);
+        gid_t gid = rq->change_gid ? rq->gid : (gid_t)syscall(SYS_getgid);
+        r = raw(syscall(SYS_setgroups, 1, &gid));
+        if (r != 0) fail(report_fd, PS_STAGE_GROUPS, r);
+        if (rq->change_gid) {
+            r = raw(syscall(SYS_setresgid, gid, gid, gid));
+            if (r != 0) fail(report_fd, PS_STAGE_GID, r);
+        }
     }
-    if (rq->change_uid && syscall(SYS_setresuid, rq->uid, rq->uid, rq->uid) != 0) fail(report_fd, PS_STAGE_UID);
+    if (rq->change_uid) {
+        r = raw(syscall(SYS_setresuid, rq->uid, rq->uid, rq->uid));
+        if (r != 0) fail(report_fd, PS_STAGE_UID, r);
+    }
 
-    if (chdir(rq->directory != NULL ? rq->directory : "/") != 0) fail(report_fd, PS_STAGE_CHDIR);
+    r = raw(syscall(SYS_chdir, rq->directory != NULL ? rq->directory : "/"));
+    if (r != 0) fail(report_fd, PS_STAGE_CHDIR, r);
 
     // Duplicate the given descriptors above 2 first: one of them may itself be 0, 1 or 2.
-    int out = rq->stdout_fd >= 0 ? fcntl(rq->stdout_fd, F_DUPFD_CLOEXEC, 3) : -1;
-    int err = rq->stderr_fd >= 0 ? fcntl(rq->stderr_fd, F_DUPFD_CLOEXEC, 3) : -1;
-    if ((rq->stdout_fd >= 0 && out < 0) || (rq->stderr_fd >= 0 && err < 0)) fail(report_fd, PS_STAGE_STDIO);
-    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null < 0) fail(report_fd, PS_STAGE_STDIO);
-    if (dup2(null, 0) < 0 || dup2(out >= 0 ? out : null, 1) < 0 || dup2(err >= 0 ? err : null, 2) < 0)
-        fail(report_fd, PS_STAGE_STDIO);
+    long out = -1, err = -1;
+    if (rq->stdout_fd >= 0 && (out = raw(syscall(SYS_fcntl, rq->stdout_fd, F_DUPFD_CLOEXEC, 3))) < 0)
+        fail(report_fd, PS_STAGE_STDIO, out);
+    if (rq->stderr_fd >= 0 && (err = raw(syscall(SYS_fcntl, rq->stderr_fd, F_DUPFD_CLOEXEC, 3))) < 0)
+        fail(report_fd, PS_STAGE_STDIO, err);
+    long null = raw(syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR | O_CLOEXEC, 0));
+    if (null < 0) fail(report_fd, PS_STAGE_STDIO, null);
+    if ((r = move_onto((int)null, 0)) < 0 || (r = move_onto((int)(out >= 0 ? out : null), 1)) < 0
+        || (r = move_onto((int)(err >= 0 ? err : null), 2)) < 0)
+        fail(report_fd, PS_STAGE_STDIO, r);
 
-    if (close_from(3, report_fd) != 0) fail(report_fd, PS_STAGE_DESCRIPTORS);
+    r = close_from(3, report_fd);
+    if (r != 0) fail(report_fd, PS_STAGE_DESCRIPTORS, r);
 
-    sigset_t empty;
-    sigemptyset(&empty);
-    if (sigprocmask(SIG_SETMASK, &empty, NULL) != 0) fail(report_fd, PS_STAGE_SIGNALS);
+    unsigned long empty = 0;
+    r = raw(syscall(SYS_rt_sigprocmask, SIG_SETMASK, &empty, NULL, sizeof empty));
+    if (r != 0) fail(report_fd, PS_STAGE_SIGNALS, r);
 
-    execve(rq->path, rq->argv, rq->envp);
-    fail(report_fd, PS_STAGE_EXEC);
+    r = raw(syscall(SYS_execve, rq->path, rq->argv, rq->envp));
+    fail(report_fd, PS_STAGE_EXEC, r);
 }
 
 static void set_failure(struct ps_spawn_result *result, int stage, int error) {
@@ -134,16 +179,17 @@ int ps_spawn(const struct ps_spawn_request *request, struct ps_spawn_result *res
         return -1;
     }
 
-    // Block everything around fork so that no handler of ours runs in the child before it
-    // has reset the dispositions.
+    // Block everything around vfork so that no handler of ours runs in the child before it
+    // has reset the dispositions (in a child sharing our memory, one could corrupt it).
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(ends[0]);
-        child(request, ends[1]);
-    }
+    // As posix_spawn does: the child borrows the address space until exec, so nothing is
+    // copied however large the daemon is, and this thread resumes once the child has exec'd
+    // or failed. (The libc call, not clone(): ThreadSanitizer intercepts clone as a fork and
+    // then breaks in a child sharing its memory; it turns vfork into a real fork instead.)
+    pid_t pid = vfork();
+    if (pid == 0) child(request, ends[1], ends[0]);
     int fork_error = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     close(ends[1]);

@@ -25,6 +25,11 @@ public struct Cgroup: Sendable, Hashable {
     /// hybrid one; nil without cgroup v2.
     public static func hierarchy() -> String? {
         guard case .success(let text) = SystemFiles.read("/proc/self/mountinfo") else { return nil }
+        return hierarchy(mountinfo: text)
+    }
+
+    /// The first cgroup2 mount point in a mountinfo text.
+    static func hierarchy(mountinfo text: String) -> String? {
         for line in text.split(separator: "\n") {
             // "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw": the
             // filesystem type follows the " - " separator, the mount point is field 5.

@@ -13,6 +13,7 @@ public struct LaunchSpec: Sendable, Equatable {
     /// nil: "/".
     public var workingDirectory: String?
     /// Set (and different from ours): the child switches to it, after the cgroup and groups.
+    /// Give `gid` too: without it the child keeps our gid (as its only group).
     public var uid: uid_t?
     /// Set (and different from ours): the child's only group, supplementary ones dropped.
     public var gid: gid_t?

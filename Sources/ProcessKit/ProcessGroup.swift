@@ -7,13 +7,17 @@ public struct ProcessGroup: Sendable, Hashable {
     public let pgid: pid_t
 
     public init(pgid: pid_t) { self.pgid = pgid }
+    public init(_ pgid: pid_t) { self.pgid = pgid }
 
-    public func freeze() throws(ProcessKitError) { try terminate(SIGSTOP) }
-    public func thaw() throws(ProcessKitError) { try terminate(SIGCONT) }
-    public func kill() throws(ProcessKitError) { try terminate(SIGKILL) }
+    public func freeze() throws(ProcessKitError) { try send(SIGSTOP) }
+    public func thaw() throws(ProcessKitError) { try send(SIGCONT) }
+    public func kill() throws(ProcessKitError) { try send(SIGKILL) }
 
-    /// Sends `signal` to every member (killpg).
-    public func terminate(_ signal: Int32 = SIGTERM) throws(ProcessKitError) {
+    /// Asks every member to end (SIGTERM unless told otherwise).
+    public func terminate(_ signal: Int32 = SIGTERM) throws(ProcessKitError) { try send(signal) }
+
+    /// killpg: `signal` to every member.
+    private func send(_ signal: Int32) throws(ProcessKitError) {
         guard killpg(pgid, signal) == 0 else {
             throw ProcessKitError("signal \(signal) to process group", String(pgid), code: errno)
         }

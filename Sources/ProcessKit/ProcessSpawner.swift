@@ -1,15 +1,16 @@
 import CProcessShim
 import Glibc
 
-/// Starts processes (fork and the child side in CProcessShim) and reaps them through their
+/// Starts processes (the clone and the child side in CProcessShim) and reaps them through their
 /// pidfd, never blocking.
 public enum ProcessSpawner {
     /// Starts `spec`. Failures before exec, in the child too, are thrown with the step and
     /// errno; the failed child has been reaped.
     public static func spawn(_ spec: LaunchSpec) throws(SpawnError) -> SpawnedProcess {
-        guard spec.executable.hasPrefix("/"), !spec.arguments.isEmpty else {
-            throw SpawnError(stage: .arguments, code: 0, pid: nil,
-                             subject: spec.executable.hasPrefix("/") ? "(empty argv)" : spec.executable)
+        guard spec.executable.hasPrefix("/") else { throw SpawnError(stage: .arguments, code: 0, pid: nil, subject: spec.executable) }
+        guard !spec.arguments.isEmpty else { throw SpawnError(stage: .arguments, code: 0, pid: nil, subject: "(empty argv)") }
+        if let cgroup = spec.cgroup, !cgroup.hasPrefix("/") {
+            throw SpawnError(stage: .arguments, code: 0, pid: nil, subject: "cgroup " + cgroup)
         }
         let argv = CStringArray(spec.arguments)
         let envp = CStringArray(spec.environment)

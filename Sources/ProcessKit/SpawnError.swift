@@ -21,7 +21,7 @@ public struct SpawnError: Error, CustomStringConvertible, Sendable, Equatable {
         self.stage = stage
         self.code = code
         self.pid = pid
-        let reason = code == 0 ? "invalid" : String(cString: strerror(code))
+        let reason = code == 0 ? "not allowed (absolute paths and a non-empty argv are needed)" : String(cString: strerror(code))
         description = stage.rawValue + (subject.map { " " + $0 } ?? "") + ": " + reason
     }
 }

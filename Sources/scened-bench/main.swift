@@ -1,8 +1,9 @@
 // Measures scened over its socket: transitions per second (pipelined, 1 and 8 connections),
 // round trips, listing, memory, durability costs, start-up time, and what abusive clients cost
 // others (fairness, hostile), and a thousand attached apps' delivery latency and acknowledged
-// transitions (apps). Release build:
-//   swift build -c release && .build/release/scened-bench [daemon|durable|startup|logging|fairness|hostile|hostile-monitors|apps|all]
+// transitions (apps), and ProcessKit's spawn, cgroup freeze and SIGSTOP latencies (processes;
+// the cgroup part needs root). Release build:
+//   swift build -c release && .build/release/scened-bench [daemon|durable|startup|logging|fairness|hostile|hostile-monitors|apps|processes|all]
 // Figures depend on the machine and its load: compare the lines of one run with each other.
 import Glibc
 import Varlink
@@ -254,6 +255,7 @@ do {
     case "fairness": try fairnessFigures()
     case "hostile": try hostileFigures()
     case "apps": try appFigures()
+    case "processes": try processFigures()
     case "hostile-monitors":
         say("\n== hostile: Monitors that never read (Durability=off, LogLevel=notice; targets: peak RSS < 256 MiB, bystander ≥ 0.50 of its rate alone) ==")
         try neverReadingMonitors()
@@ -265,8 +267,9 @@ do {
         try fairnessFigures()
         try hostileFigures()
         try appFigures()
+        try processFigures()
     default:
-        say("usage: scened-bench [daemon|durable|startup|logging|fairness|hostile|hostile-monitors|apps|all] [--seconds S] [--sessions N] [--startup-sessions N] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full]")
+        say("usage: scened-bench [daemon|durable|startup|logging|fairness|hostile|hostile-monitors|apps|processes|all] [--seconds S] [--sessions N] [--startup-sessions N] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [processes: --rounds N]")
         exit(2)
     }
 } catch {
