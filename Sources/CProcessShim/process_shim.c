@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -154,6 +155,15 @@ CHILD_CODE static void child(const struct ps_spawn_request *rq, int report_fd, i
 
     r = close_from(3, report_fd);
     if (r != 0) fail(report_fd, PS_STAGE_DESCRIPTORS, r);
+
+    // The soft limit of descriptors back to the usual 1024 (a daemon such as scened raises its
+    // own to the hard limit): programs using select(2) break above FD_SETSIZE, which is why
+    // the service manager starts services with 1024 too. The hard limit stays.
+    struct { unsigned long long cur, max; } lim;
+    if (raw(syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &lim)) == 0 && lim.cur > 1024) {
+        lim.cur = 1024;
+        syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &lim, NULL);
+    }
 
     unsigned long empty = 0;
     r = raw(syscall(SYS_rt_sigprocmask, SIG_SETMASK, &empty, NULL, sizeof empty));

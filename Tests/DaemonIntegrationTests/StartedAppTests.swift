@@ -91,6 +91,10 @@ struct StartedAppTests {
         let blocked = readTextFile("/proc/\(pid)/status").split(separator: "\n").first { $0.hasPrefix("SigBlk:") }
         #expect(blocked.map { $0.hasSuffix("0000000000000000") } == true, "no signal blocked at start: \(blocked ?? "?")")
 
+        let limits = readTextFile("/proc/\(pid)/limits").split(separator: "\n").first { $0.hasPrefix("Max open files") }
+        #expect(limits?.split(separator: " ", omittingEmptySubsequences: true).dropFirst(3).first == "1024",
+                "the soft descriptor limit is the usual 1024, not scened's raised one: \(limits ?? "?")")
+
         let cgroup = Self.cgroupDirectory(pid)
         if geteuid() == 0 {
             #expect(cgroup?.hasSuffix("/app-\(app)") == true, "root gets a cgroup per app: \(cgroup ?? "none")")
