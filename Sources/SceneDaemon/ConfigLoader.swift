@@ -14,6 +14,22 @@ struct ConfigLoader {
     var explicitFile: String?
 
     static let directories = ["/etc/scened", "/run/scened", "/usr/local/lib/scened", "/usr/lib/scened"]
+    /// A user's own instance also reads its user's directory, first (as `systemd --user`
+    /// reads ~/.config/systemd/user before /etc): `$XDG_CONFIG_HOME/scened`, so that a user
+    /// configures the apps their scened starts without privilege. Not under `root`.
+    var userDirectory: String?
+
+    /// Every directory searched, highest precedence first.
+    var searchDirectories: [String] { (userDirectory.map { [$0] } ?? []) + Self.directories.map { root + $0 } }
+
+    /// The user's directory when this is a user's instance: not root, and started with a
+    /// runtime directory (the user manager sets XDG_RUNTIME_DIR; system services get none).
+    static func userDirectory(euid: UInt32, environment: (String) -> String?) -> String? {
+        guard euid != 0, environment("XDG_RUNTIME_DIR") != nil else { return nil }
+        if let config = environment("XDG_CONFIG_HOME"), config.hasPrefix("/") { return config + "/scened" }
+        if let home = environment("HOME"), home.hasPrefix("/") { return (home == "/" ? "" : home) + "/.config/scened" }
+        return nil
+    }
     static let fileName = "scened.conf"
 
     struct Result {
@@ -32,11 +48,11 @@ struct ConfigLoader {
             out += dropIns(in: [explicitFile + ".d"])
             return out
         }
-        if let main = Self.directories.map({ root + $0 + "/" + Self.fileName }).first(where: { fileExists($0) || isMask($0) }),
+        if let main = searchDirectories.map({ $0 + "/" + Self.fileName }).first(where: { fileExists($0) || isMask($0) }),
            !isMask(main) {
             out.append(main)
         }
-        out += dropIns(in: Self.directories.map { root + $0 + "/" + Self.fileName + ".d" })
+        out += dropIns(in: searchDirectories.map { $0 + "/" + Self.fileName + ".d" })
         return out
     }
 

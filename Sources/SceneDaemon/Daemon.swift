@@ -158,7 +158,7 @@ final class Daemon {
         let code = try loop.run()
         // A clean, committed shutdown: everything gathered is committed before exiting.
         pass()
-        service.stopStartedApps()
+        service.endStartedApps()
         while manager.isCommitting || manager.hasPending {
             apply(manager.drain())
             apply(manager.startCommit())
@@ -167,6 +167,7 @@ final class Daemon {
         publishCommitted()
         server.flush()
         server.closeAll()
+        service.awaitStartedApps()
         reclaim.psi?.stop()
         if ownsSocket { unlink(socketPath) }
         logger.daemon(.info, MessageID.daemonStopped,

@@ -28,6 +28,9 @@ public enum DaemonMain {
         var loader = ConfigLoader()
         loader.root = options.configRoot
         loader.explicitFile = options.configFile
+        if options.configRoot.isEmpty {
+            loader.userDirectory = ConfigLoader.userDirectory(euid: geteuid(), environment: DaemonPaths.environment)
+        }
         let config: ConfigLoader.Result
         do {
             config = try loader.load()

@@ -46,6 +46,8 @@ struct RealMemoryDemoTests {
             try StartedAppTests.appFile(workspace, app, "[Launch]\nExecStart=\(notes) --hold-mib \(Self.holdMiB)")
         }
         let daemon = try DaemonProcess(workspace)
+        // A clean stop ends the apps it started (a killed scened would leave them running).
+        defer { if daemon.child.isRunning { try? daemon.stop() } }
         var sessions: [String: String] = [:]
         var pids: [String: Int32] = [:]
         for app in Self.apps {

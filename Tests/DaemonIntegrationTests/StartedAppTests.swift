@@ -73,6 +73,8 @@ struct StartedAppTests {
             Environment=EXTRA=1
             """)
         let daemon = try DaemonProcess(workspace)
+        // A clean stop ends the apps it started (a killed scened would leave them running).
+        defer { if daemon.child.isRunning { try? daemon.stop() } }
         let connected = try daemon.call("Connect", ["app": .string(app)])
         let session = try #require(connected["session"]?["id"]?.stringValue)
         #expect(connected["session"]?["state"]?.stringValue == "foregroundActive")
@@ -155,6 +157,8 @@ struct StartedAppTests {
         try Self.appFile(workspace, "com.example.silent", "[Launch]\nExecStart=/bin/sleep 600\nAttachTimeoutSec=1s")
         try Self.appFile(workspace, "com.example.nodir", "[Launch]\nExecStart=/bin/true\nWorkingDirectory=/nonexistent")
         let daemon = try DaemonProcess(workspace)
+        // A clean stop ends the apps it started (a killed scened would leave them running).
+        defer { if daemon.child.isRunning { try? daemon.stop() } }
         let expected = [("com.example.noexec", "No such file"), ("com.example.quits", "exited with status 3"),
                         ("com.example.silent", "did not attach within 1s"), ("com.example.nodir", "/nonexistent")]
         for (app, fragment) in expected {
@@ -196,6 +200,8 @@ struct StartedAppTests {
             """)
         try Self.appFile(workspace, app, "[Launch]\nExecStart=/bin/sh \(script)")
         let daemon = try DaemonProcess(workspace)
+        // A clean stop ends the apps it started (a killed scened would leave them running).
+        defer { if daemon.child.isRunning { try? daemon.stop() } }
         func childPid() -> Int32? { readTextFile(marker).split(separator: "\n").first.flatMap { Int32($0) } }
         for round in 0..<2 {
             unlink(marker)
@@ -226,6 +232,8 @@ struct StartedAppTests {
         let app = "com.example.crashes"
         try Self.appFile(workspace, app, "[Launch]\nExecStart=/bin/sh -c \"exit 7\"\nStartLimitBurst=5\nStartLimitIntervalSec=1min")
         let daemon = try DaemonProcess(workspace)
+        // A clean stop ends the apps it started (a killed scened would leave them running).
+        defer { if daemon.child.isRunning { try? daemon.stop() } }
         // One connection pipelines 200 launches; 20 more send 5 each.
         let flooder = try RawConnection(path: daemon.socketPath)
         for _ in 0..<200 { try flooder.sendCall("io.scened.Manager.Connect", ["app": .string(app)]) }
@@ -271,6 +279,10 @@ struct StartedAppTests {
         #expect(access("/proc/\(orphan)", F_OK) == 0, "outside a service manager the app outlives a killed scened")
 
         let second = try DaemonProcess(workspace)
+
+        // A clean stop ends the apps it started (a killed scened would leave them running).
+
+        defer { if second.child.isRunning { try? second.stop() } }
         try Self.waitUntil("the orphan killed") { access("/proc/\(orphan)", F_OK) != 0 || Self.stat(orphan)?.first == "Z" }
         if geteuid() == 0, let oldCgroup { #expect(access(oldCgroup, F_OK) != 0, "the dead scened's cgroup removed: \(oldCgroup)") }
         #expect(try Self.app(second, app)["process"]?.stringValue == "notRunning", "terminated as exited: its process is gone")
@@ -307,6 +319,8 @@ struct StartedAppTests {
             ExecStart=/bin/sh -c "sleep 1; exec \(try Self.notes(workspace, app))"
             """)
         let daemon = try DaemonProcess(workspace)
+        // A clean stop ends the apps it started (a killed scened would leave them running).
+        defer { if daemon.child.isRunning { try? daemon.stop() } }
         var waiting: [RawConnection] = []
         var careless: [RawConnection] = []
         for i in 0..<40 {

@@ -60,3 +60,33 @@ import SceneCore
         }
     }
 }
+
+/// A user's instance reads its user's configuration directory first, apps.d included.
+@Suite struct UserConfigDirectoryTests {
+    @Test func onlyAUsersInstanceHasOne() {
+        let env: [String: String] = ["XDG_RUNTIME_DIR": "/run/user/1000", "HOME": "/home/u"]
+        #expect(ConfigLoader.userDirectory(euid: 1000, environment: { env[$0] }) == "/home/u/.config/scened")
+        let xdg = env.merging(["XDG_CONFIG_HOME": "/cfg"]) { $1 }
+        #expect(ConfigLoader.userDirectory(euid: 1000, environment: { xdg[$0] }) == "/cfg/scened")
+        #expect(ConfigLoader.userDirectory(euid: 0, environment: { env[$0] }) == nil, "root reads /etc")
+        #expect(ConfigLoader.userDirectory(euid: 1000, environment: { ["HOME": "/home/u"][$0] }) == nil,
+                "a system service (no runtime directory) has none")
+    }
+
+    @Test func theUsersFilesComeFirst() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        try dir.write("etc/scened/scened.conf", "[Daemon]\nLogLevel=err\n")
+        try dir.write("etc/scened/apps.d/com.example.mail.conf", "[Launch]\nExecStart=/usr/bin/system-mail\n")
+        try dir.write("user/scened.conf", "[Daemon]\nLogLevel=debug\n")
+        try dir.write("user/apps.d/com.example.mail.conf", "[Launch]\nExecStart=/home/u/bin/mail\n")
+        try dir.write("user/apps.d/com.example.notes.conf", "[Launch]\nExecStart=/home/u/bin/notes\n")
+        var l = ConfigLoader()
+        l.root = dir.path
+        l.userDirectory = dir.path + "/user"
+        let result = try l.load()
+        #expect(result.settings.logLevel == .debug, "the user's main file wins")
+        #expect(result.settings.apps[AppID("com.example.mail")!]?.launch.command == ["/home/u/bin/mail"])
+        #expect(result.settings.apps[AppID("com.example.notes")!]?.launch.command == ["/home/u/bin/notes"])
+    }
+}

@@ -11,7 +11,7 @@ extension ConfigLoader {
             let dir = explicitFile.lastIndex(of: "/").map { String(explicitFile[..<$0]) } ?? "."
             return [(dir.isEmpty ? "/" : dir) + "/apps.d"]
         }
-        return Self.directories.map { root + $0 + "/apps.d" }
+        return searchDirectories.map { $0 + "/apps.d" }
     }
 
     /// Each app named by a file or a drop-in directory, with its files in the order they apply.

@@ -217,17 +217,23 @@ extension ManagerVarlink {
         }
     }
 
-    /// At a clean shutdown: the processes scened started end with it (the service manager
-    /// would kill them with its cgroup anyway); their apps are terminated as exited so that
-    /// the store says what is true. Bounded: SIGTERM, up to `wait`, then SIGKILL.
-    func stopStartedApps(wait: TimeSpan = .seconds(2)) {
-        guard let launcher, !launches.processes.isEmpty else { launcher?.removeBase(); return }
+    /// At a clean shutdown, before the last commit: the processes scened started end with it
+    /// (the service manager would kill them with its cgroup anyway), so their apps are
+    /// terminated as exited, for the store to say what is true, and the processes get SIGTERM.
+    func endStartedApps() {
+        guard let launcher else { return }
         for (app, _) in launches.processes {
             if let record = manager.engine.apps[app], record.process != .notRunning {
                 _ = try? manager.execute(.processDied(app, reason: .exited))
             }
             launcher.terminate(app)
         }
+    }
+
+    /// After the connections are closed (an app waiting for an answer gets none and exits):
+    /// up to `wait` for the processes to go, then SIGKILL for what is left; the cgroups go.
+    func awaitStartedApps(wait: TimeSpan = .seconds(2)) {
+        guard let launcher else { return }
         launcher.waitForExits(upTo: wait)
         for (app, _) in launches.processes { launcher.kill(app) }
         launcher.waitForExits(upTo: .milliseconds(500))
