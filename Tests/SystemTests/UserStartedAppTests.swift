@@ -7,11 +7,10 @@ import Testing
 /// of the delegated subtree, frozen while suspended, thawed when active, gone with its cgroup
 /// when terminated, and gone with the service when it stops.
 ///
-/// Every file the daemon reads is the user's own, written as the user: a drop-in for the user
-/// unit that names `%E/scened/scened.conf` with --config (without it, scened reads only
-/// /etc/scened, /run/scened, /usr/local/lib/scened and /usr/lib/scened, which the user
-/// cannot write), that file, and `apps.d/` beside it. Only the app's program is installed by
-/// root, as a distribution installs programs.
+/// Every file the daemon reads is the user's own, written as the user in their configuration
+/// directory, which a user's scened reads first: `$XDG_CONFIG_HOME/scened/scened.conf` and
+/// `apps.d/` beside it (the drop-in only points the unit at the staged binaries). Only the
+/// app's program is installed by root, as a distribution installs programs.
 extension SystemTests {
     static let deskApp = "com.example.desk"
     /// Where root installs scene-notes inside the namespace, readable and executable by anyone.
@@ -60,7 +59,7 @@ extension SystemTests {
         let dropIn = """
             [Service]
             ExecStart=
-            ExecStart=\(UserManagerNamespace.stage)/usr/libexec/scened --config %E/scened/scened.conf
+            ExecStart=\(UserManagerNamespace.stage)/usr/libexec/scened
             ExecReload=
             ExecReload=\(scenectl) --socket %t/scened/io.scened.Manager reload
 
