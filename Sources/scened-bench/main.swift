@@ -1,9 +1,10 @@
 // Measures scened over its socket: transitions per second (pipelined, 1 and 8 connections),
 // round trips, listing, memory, durability costs, start-up time, and what abusive clients cost
 // others (fairness, hostile), and a thousand attached apps' delivery latency and acknowledged
-// transitions (apps), and ProcessKit's spawn, cgroup freeze and SIGSTOP latencies (processes;
-// the cgroup part needs root). Release build:
-//   swift build -c release && .build/release/scened-bench [daemon|durable|startup|logging|fairness|hostile|hostile-monitors|apps|processes|all]
+// transitions (apps), ProcessKit's spawn, cgroup freeze and SIGSTOP latencies (processes;
+// the cgroup part needs root), and apps scened starts itself: cold launch, freeze/thaw and
+// measured memory against the kernel's figures (launch). Release build:
+//   swift build -c release && .build/release/scened-bench [daemon|durable|startup|logging|fairness|hostile|hostile-monitors|apps|processes|launch|all]
 // Figures depend on the machine and its load: compare the lines of one run with each other.
 import Glibc
 import Varlink
@@ -256,6 +257,7 @@ do {
     case "hostile": try hostileFigures()
     case "apps": try appFigures()
     case "processes": try processFigures()
+    case "launch": try launchFigures()
     case "hostile-monitors":
         say("\n== hostile: Monitors that never read (Durability=off, LogLevel=notice; targets: peak RSS < 256 MiB, bystander ≥ 0.50 of its rate alone) ==")
         try neverReadingMonitors()
@@ -268,8 +270,9 @@ do {
         try hostileFigures()
         try appFigures()
         try processFigures()
+        try launchFigures()
     default:
-        say("usage: scened-bench [daemon|durable|startup|logging|fairness|hostile|hostile-monitors|apps|processes|all] [--seconds S] [--sessions N] [--startup-sessions N] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [processes: --rounds N]")
+        say("usage: scened-bench [daemon|durable|startup|logging|fairness|hostile|hostile-monitors|apps|processes|launch|all] [--seconds S] [--sessions N] [--startup-sessions N] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [processes: --rounds N] [launch: --rounds N --copies K --hold-mib M]")
         exit(2)
     }
 } catch {
