@@ -26,9 +26,16 @@ struct LaunchSettings {
 func launchFigures() throws {
     let settings = LaunchSettings()
     let directory = makeDirectory()
+    // The bench moves into a cgroup of its own first: the daemon, the apps it starts and the
+    // scratch cgroups are all below it, apart from anyone else's (scened removes what a dead
+    // scened left beside its own cgroup: here it finds only its own), and nothing of it can
+    // outlive the run.
+    let fence = BenchCgroup()
+    fence?.killOnSignals()
     let bench = LaunchBench(settings: settings, directory: directory)
     defer {
         bench.cleanUp()
+        fence?.end()
         removeTree(directory)
     }
     do {
@@ -268,6 +275,81 @@ final class FreezeWatch {
 
 // MARK: - Processes
 
+// What the signal handler writes, prepared before it is installed.
+nonisolated(unsafe) var benchSignalHome: UnsafeMutablePointer<CChar>?
+nonisolated(unsafe) var benchSignalKill: UnsafeMutablePointer<CChar>?
+nonisolated(unsafe) var benchSignalPid: UnsafeMutablePointer<CChar>?
+nonisolated(unsafe) let benchSignalOne: UnsafeMutablePointer<CChar>? = strdup("1")
+
+/// A v2 cgroup the bench moves into (below the one it was started in) for the run; `end` moves
+/// it back, kills whatever is left below and removes the directories. Nil without a writable
+/// cgroup v2 hierarchy (not root): then the run goes on where the bench is.
+final class BenchCgroup {
+    let home: String
+    let path: String
+
+    init?() {
+        guard let own = Cgroup.own(), Cgroup(path: own).isWritable else { return nil }
+        home = own
+        path = own + "/scened-bench.\(getpid())"
+        do {
+            try Cgroup.create(path)
+            try Cgroup(path: path).add(getpid())
+        } catch {
+            rmdir(path)
+            return nil
+        }
+    }
+
+    func end() {
+        for sig in [SIGINT, SIGTERM, SIGHUP] { signal(sig, SIG_DFL) }
+        try? Cgroup(path: home).add(getpid())
+        Self.remove(path)
+    }
+
+    /// At SIGINT, SIGTERM or SIGHUP (no defer runs then): the bench moves home and kills
+    /// everything below its cgroup (the daemon, the apps, the scratch processes), then dies of
+    /// the signal. The empty directories stay; the next scened removes its stale ones.
+    func killOnSignals() {
+        benchSignalHome = strdup(home + "/cgroup.procs")
+        benchSignalKill = strdup(path + "/cgroup.kill")
+        benchSignalPid = strdup("\(getpid())\n")
+        for sig in [SIGINT, SIGTERM, SIGHUP] {
+            signal(sig) { sig in
+                // Async-signal-safe only: open, write, close, signal, raise.
+                for (file, text) in [(benchSignalHome, benchSignalPid), (benchSignalKill, benchSignalOne)] {
+                    guard let file, let text else { continue }
+                    let fd = open(file, O_WRONLY)
+                    if fd >= 0 {
+                        _ = write(fd, text, strlen(text))
+                        close(fd)
+                    }
+                }
+                signal(sig, SIG_DFL)
+                raise(sig)
+            }
+        }
+    }
+
+    private static func remove(_ dir: String) {
+        let cgroup = Cgroup(path: dir)
+        try? cgroup.kill()
+        try? cgroup.thaw()
+        let deadline = now() + 5
+        while (try? cgroup.events())?.populated == true && now() < deadline { usleep(1_000) }
+        if let d = opendir(dir) {
+            var children: [String] = []
+            while let entry = readdir(d) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name != ".", name != "..", entry.pointee.d_type == UInt8(DT_DIR) { children.append(dir + "/" + name) }
+            }
+            closedir(d)
+            for child in children { remove(child) }
+        }
+        rmdir(dir)
+    }
+}
+
 /// The v2 cgroup directory of a process, from /proc/PID/cgroup's "0::" line.
 func cgroupDirectory(of pid: Int32) -> String? {
     guard let root = Cgroup.hierarchy(), let text = try? readFile("/proc/\(pid)/cgroup"),
@@ -365,6 +447,7 @@ final class LaunchBench {
 
         say("\n== launch: apps scened starts itself (ExecStart=), against the kernel doing the same work ==")
         say("conditions: \(build); \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs; load average \(loadBefore) at start; kernel \(kernelRelease()); euid \(geteuid())")
+        say("cgroups: the bench, its daemon and everything they start are below \(Cgroup.own() ?? "(no cgroup v2)")")
         say("daemon: private scened, Durability=normal, LogLevel=notice, SuspendDelaySec=\(settings.suspendDelay), MeasureIntervalSec=\(settings.measureInterval), MemoryBudget=1T (no reclaim)")
         say("app: \(notes) (ExecStart=, release build); rounds N=\(settings.rounds); no target is given for any figure: these are measurements only")
         say("clocks: client times are CLOCK_MONOTONIC; event times are the daemon's (its monotonic clock anchored to the wall clock at start), taken from a Monitor stream and converted with the offset read just before the daemon started")
@@ -577,12 +660,12 @@ final class LaunchBench {
             say("(kernel freeze figure: skipped, no cgroup v2 hierarchy)")
             return
         }
-        say("\n-- 3b. the kernel alone: write cgroup.freeze of a scratch cgroup (\(own)/scened-bench.\(getpid())-*) holding one process, poll cgroup.events, \(settings.rounds) rounds --")
+        say("\n-- 3b. the kernel alone: write cgroup.freeze of a scratch cgroup (\(own)/freeze-*) holding one process, poll cgroup.events, \(settings.rounds) rounds --")
         // The busy loop ends by itself once the bench is gone (it is in a session of its own and
         // would survive a ^C); the sleep within ten minutes.
         let busy = ["/bin/sh", "-c", "while kill -0 $PPID 2>/dev/null; do :; done"]
         for (name, command) in [("busy", busy), ("sleeping", ["/bin/sleep", "600"])] {
-            let path = own + "/scened-bench.\(getpid())-\(name)"
+            let path = own + "/freeze-\(name)"
             let cgroup: Cgroup
             do { cgroup = try Cgroup.create(path) } catch { throw BenchError("scratch cgroup: \(error)") }
             scratchCgroups.append(path)
