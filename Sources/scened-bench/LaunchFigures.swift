@@ -69,6 +69,11 @@ func spread(_ samples: [Double], _ ps: [Double]) -> String {
     }.joined(separator: ", ")
 }
 
+/// A label padded to one column, then its figures.
+func row(_ label: String, _ figures: String) -> String {
+    label + String(repeating: " ", count: max(1, 48 - label.count)) + figures
+}
+
 func ratio(_ a: Double, _ b: Double, decimals: Int = 1) -> String {
     guard b > 0, !a.isNaN, !b.isNaN else { return "n/a" }
     let scale = decimals == 1 ? 10.0 : 100.0
@@ -235,8 +240,8 @@ final class EventLog {
 
 // MARK: - cgroup.events
 
-/// One cgroup's cgroup.events, opened once: re-read from its start on each look, waited for
-/// with POLLPRI (kernfs signals every change of the file), with a 1 ms timeout as a fallback.
+/// One cgroup's cgroup.events, opened once and re-read from its start every `lookInterval`. POLLPRI alone would not do: the kernel rate-limits
+/// the notifications of cgroup files (one per 10 ms), so a change may be signalled late.
 final class FreezeWatch {
     let path: String
     let fd: Int32
@@ -268,9 +273,32 @@ final class FreezeWatch {
             if frozen() == want { return now() }
             if now() > deadline { throw BenchError("\(path) did not show frozen \(want ? 1 : 0) within \(timeout) s") }
             var p = pollfd(fd: fd, events: Int16(POLLPRI), revents: 0)
-            _ = poll(&p, 1, 1)
+            shortPoll(&p, 1)
         }
     }
+}
+
+/// How often cgroup.events is read while a change is awaited: the resolution of the freeze
+/// and thaw figures (with the timer slack set to 1 µs, see `tightenTimerSlack`).
+let lookInterval = 20e-6
+
+/// A look at `fds` (poll without waiting), then, if none is ready, a sleep of `lookInterval`
+/// (ppoll, which could wait less than a millisecond, is not in Swift's Glibc).
+@discardableResult
+func shortPoll(_ fds: UnsafeMutablePointer<pollfd>, _ count: Int) -> Int32 {
+    let ready = poll(fds, nfds_t(count), 0)
+    if ready == 0 {
+        var pause = timespec(tv_sec: 0, tv_nsec: Int(lookInterval * 1e9))
+        nanosleep(&pause, nil)
+    }
+    return ready
+}
+
+/// Sets this (single-threaded) process's timer slack to 1 µs, so that a 20 µs wait is one,
+/// not the default 50 µs more. False if the kernel did not take it.
+func tightenTimerSlack() -> Bool {
+    (try? writeFile("/proc/self/timerslack_ns", "1000")) != nil
+        && (try? readFile("/proc/self/timerslack_ns"))?.hasPrefix("1000") == true
 }
 
 // MARK: - Processes
@@ -425,6 +453,7 @@ final class LaunchBench {
         let build = "release build"
         #endif
         let loadBefore = loadAverage()
+        let slack = tightenTimerSlack() ? "timer slack 1 µs" : "default timer slack (50 µs): waits are that much coarser"
         try writeApps()
         offset = wallOffset()
         try daemon.start(config: """
@@ -450,6 +479,7 @@ final class LaunchBench {
         say("cgroups: the bench, its daemon and everything they start are below \(Cgroup.own() ?? "(no cgroup v2)")")
         say("daemon: private scened, Durability=normal, LogLevel=notice, SuspendDelaySec=\(settings.suspendDelay), MeasureIntervalSec=\(settings.measureInterval), MemoryBudget=1T (no reclaim)")
         say("app: \(notes) (ExecStart=, release build); rounds N=\(settings.rounds); no target is given for any figure: these are measurements only")
+        say("polling: cgroup.events is read every \(duration(lookInterval)) while a change is awaited (\(slack))")
         say("clocks: client times are CLOCK_MONOTONIC; event times are the daemon's (its monotonic clock anchored to the wall clock at start), taken from a Monitor stream and converted with the offset read just before the daemon started")
 
         try launchRounds(control, log)
@@ -546,16 +576,17 @@ final class LaunchBench {
             try terminate(control, Self.app, pid: pid, cgroup: cgroup)
         }
         say("\n-- 1. cold launch: Connect sent → …, \(settings.rounds) rounds, each a new process (the previous one's session discarded, the app terminated, its process reaped, its cgroup removed) --")
-        say("app cgroup: \(cgroupSeen); sessions the app had once settled, per launch: \(Set(sessionsPerLaunch).sorted().map(String.init).joined(separator: " or ")) (scene-notes asks for a scene of its own when it finds none at didFinishLaunching: a concurrent call of the app's during the launch, as in real use)")
-        say("→ attached (didFinishLaunching event time; the daemon runs it as it handles the Attach): \(spread(attach, [0.5, 0.9, 1]))")
-        say("→ didBecomeActive (event time):                                                    \(spread(active, [0.5, 0.9, 1]))")
-        say("→ Connect reply received (client clock):                                          \(spread(replied, [0.5, 0.9, 1]))")
+        say("app cgroup: \(cgroupSeen); sessions of the app once its launch settled: \(Set(sessionsPerLaunch).sorted().map(String.init).joined(separator: " or ")) (scene-notes asks for a scene of its own when it finds none)")
+        say("(a) is the didFinishLaunching event's time: the daemon runs the launch as it handles the app's Attach")
+        say(row("(a) → attached (didFinishLaunching)", spread(attach, [0.5, 0.9, 1])))
+        say(row("(b) → didBecomeActive (event time)", spread(active, [0.5, 0.9, 1])))
+        say(row("(c) → Connect reply received", spread(replied, [0.5, 0.9, 1])))
 
         let posix = try bareExecs(spawner: false)
         let kit = try bareExecs(spawner: true)
         say("\n-- 2. bare fork/exec of the same binary: `scene-notes --help` (prints, exits), spawn → exit reaped, \(settings.rounds) rounds --")
-        say("posix_spawn + waitpid:                       \(spread(posix, [0.5, 0.9, 1]))")
-        say("ProcessKit ProcessSpawner + pidfd (no cgroup): \(spread(kit, [0.5, 0.9, 1]))")
+        say(row("posix_spawn + waitpid", spread(posix, [0.5, 0.9, 1])))
+        say(row("ProcessKit ProcessSpawner + pidfd (no cgroup)", spread(kit, [0.5, 0.9, 1])))
         say("ratio launch→foregroundActive (Connect reply) / bare exec, medians: \(ratio(median(replied), median(posix))) (posix_spawn), \(ratio(median(replied), median(kit))) (ProcessSpawner)")
         say("ratio launch→attached / bare exec, medians: \(ratio(median(attach), median(posix))) (posix_spawn)")
     }
@@ -635,7 +666,7 @@ final class LaunchBench {
                 if now() > deadline { throw BenchError("Activate: no thaw or no reply within 30 s") }
                 var fds = [pollfd(fd: watch.fd, events: Int16(POLLPRI), revents: 0),
                            pollfd(fd: control.fd, events: Int16(POLLIN), revents: 0)]
-                if thawedAt == nil || repliedAt == nil { _ = poll(&fds, 2, 1) }
+                if thawedAt == nil || repliedAt == nil { shortPoll(&fds, 2) }
             }
             toThawed.append(thawedAt! - sent)
             toReply.append(repliedAt! - sent)
@@ -644,13 +675,13 @@ final class LaunchBench {
         }
         let p = [0.5, 0.99]
         say("\n-- 3. freeze and thaw as scened does them: \(Self.app), \(settings.rounds) rounds (p99 of \(settings.rounds) is their max when N < 100) --")
-        say("cgroup: \(cgroup); cgroup.events watched with POLLPRI (1 ms fallback poll)")
+        say("cgroup: \(cgroup); cgroup.events read every \(duration(lookInterval)), the socket looked at meanwhile")
         say("Background → didEnterBackground answered → SuspendDelaySec=\(settings.suspendDelay) → suspended → cgroup.freeze=1 → frozen 1")
-        say("suspended event → cgroup.events frozen 1:  \(spread(suspendedToFrozen, p))")
-        say("Background sent → frozen 1 (includes SuspendDelaySec=\(settings.suspendDelay)): \(spread(backgroundToFrozen, p))")
-        say("GetApp frozen=true right after: \(reportedFrozen)/\(settings.rounds)")
-        say("Activate sent → cgroup.events frozen 0:    \(spread(toThawed, p))")
-        say("Activate sent → Activate reply received:   \(spread(toReply, p))")
+        say(row("suspended event → cgroup.events frozen 1", spread(suspendedToFrozen, p)))
+        say(row("Background sent → frozen 1 (with the delay)", spread(backgroundToFrozen, p)))
+        say(row("Activate sent → cgroup.events frozen 0", spread(toThawed, p)))
+        say(row("Activate sent → Activate reply received", spread(toReply, p)))
+        say("GetApp frozen=true once frozen 1 showed: \(reportedFrozen)/\(settings.rounds) rounds")
         try terminate(control, Self.app, pid: pid, cgroup: cgroup)
     }
 
@@ -688,7 +719,9 @@ final class LaunchBench {
                 thaws.append(try watch.await(false, timeout: 10) - t)
                 usleep(2_000)
             }
-            say("\(name) process (\(command.joined(separator: " "))): freeze → frozen 1: \(spread(freezes, [0.5, 0.99])); thaw → frozen 0: \(spread(thaws, [0.5, 0.99]))")
+            say("\(name) process: \(command.joined(separator: " "))")
+            say(row("  cgroup.freeze=1 written → frozen 1", spread(freezes, [0.5, 0.99])))
+            say(row("  cgroup.freeze=0 written → frozen 0", spread(thaws, [0.5, 0.99])))
             endScratch()
         }
     }
