@@ -478,7 +478,7 @@ final class LaunchBench {
         say("conditions: \(build); \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs; load average \(loadBefore) at start; kernel \(kernelRelease()); euid \(geteuid())")
         say("cgroups: the bench, its daemon and everything they start are below \(Cgroup.own() ?? "(no cgroup v2)")")
         say("daemon: private scened, Durability=normal, LogLevel=notice, SuspendDelaySec=\(settings.suspendDelay), MeasureIntervalSec=\(settings.measureInterval), MemoryBudget=1T (no reclaim)")
-        say("app: \(notes) (ExecStart=, release build); rounds N=\(settings.rounds); no target is given for any figure: these are measurements only")
+        say("app: \(notes) (ExecStart=, release build); rounds N=\(settings.rounds); the bench's calls one at a time, every message parsed; no target is given for any figure: these are measurements only")
         say("polling: cgroup.events is read every \(duration(lookInterval)) while a change is awaited (\(slack))")
         say("clocks: client times are CLOCK_MONOTONIC; event times are the daemon's (its monotonic clock anchored to the wall clock at start), taken from a Monitor stream and converted with the offset read just before the daemon started")
 

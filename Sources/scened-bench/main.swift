@@ -144,6 +144,11 @@ func clientCPUSeconds() -> Double {
 }
 
 func header() {
+    if mode == "launch" {
+        // Its own conditions follow: one call at a time, every message parsed.
+        say("scened-bench (launch); \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs")
+        return
+    }
     say("scened-bench (\(mode)); release build; \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs; client: one thread, pipelined, replies framed not parsed")
     say("a transition = one Activate or Background call (one scene state change, two callbacks)")
 }
