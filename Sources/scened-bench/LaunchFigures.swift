@@ -674,7 +674,7 @@ final class LaunchBench {
             _ = try log.first(from: again, "didBecomeActive") { $0.session == session && $0.name == "didBecomeActive" }
         }
         let p = [0.5, 0.99]
-        say("\n-- 3. freeze and thaw as scened does them: \(Self.app), \(settings.rounds) rounds (p99 of \(settings.rounds) is their max when N < 100) --")
+        say("\n-- 3. freeze and thaw as scened does them: \(Self.app), \(settings.rounds) rounds \(settings.rounds <= 100 ? "(p99 of \(settings.rounds) is their max)" : "") --")
         say("cgroup: \(cgroup); cgroup.events read every \(duration(lookInterval)), the socket looked at meanwhile")
         say("Background → didEnterBackground answered → SuspendDelaySec=\(settings.suspendDelay) → suspended → cgroup.freeze=1 → frozen 1")
         say(row("suspended event → cgroup.events frozen 1", spread(suspendedToFrozen, p)))
