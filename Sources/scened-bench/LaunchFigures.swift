@@ -91,7 +91,7 @@ func wallOffset() -> Double {
     return (Double(real.tv_sec) - Double(mono.tv_sec)) + (Double(real.tv_nsec) - Double(mono.tv_nsec)) / 1e9
 }
 
-func loadAverage() -> String {
+private func loadAverage() -> String {
     ((try? readFile("/proc/loadavg")) ?? "?").split(separator: " ").prefix(3).joined(separator: " ")
 }
 
