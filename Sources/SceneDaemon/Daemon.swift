@@ -79,6 +79,7 @@ final class Daemon {
         service.attachments.deadlines = settings.appDeadlines
         service.appSettings = settings.apps
         service.socketPath = socketPath
+        service.appCgroups = settings.appCgroups
         reclaim.reconfigure(grace: settings.reclaimGrace)
         reclaim.takesNotice = { app in
             // A suspended app runs no code (and a started one is frozen): it saved its state as

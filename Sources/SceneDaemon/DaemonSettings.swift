@@ -23,6 +23,8 @@ struct DaemonSettings: Equatable, Sendable {
     // How long an attached app has to answer (io.scened.App.Acknowledge).
     var didEnterBackgroundTimeout: Int64 = 5_000_000
     var willTerminateTimeout: Int64 = 5_000_000
+    // [Lifecycle] started apps in cgroups of their own (else process groups and SIGSTOP).
+    var appCgroups = true
     // [Reclaim] the grace an attached app gets to save before a reclaim disconnect (§3.5).
     var graceWarning: Int64 = 2_000_000
     var graceCritical: Int64 = 250_000
@@ -190,6 +192,7 @@ struct SettingKey: Sendable {
         }, show: { "\($0.maxVictimsPerBatch)" }),
         timeKey("Reclaim", "DefaultRestoreCostSec", \.defaultRestoreCost, minimum: 1_000),
         timeKey("Reclaim", "RegretWindowSec", \.regretWindow, minimum: 0),
+        boolKey("Lifecycle", "AppCgroups", \.appCgroups),
         boolKey("Reclaim", "SuspendEarly", \.suspendEarly),
         boolKey("Reclaim", "TerminateSuspendedAtCritical", \.terminateSuspendedAtCritical),
         SettingKey(section: "Reclaim", key: "MaxSessions", apply: { s, v in

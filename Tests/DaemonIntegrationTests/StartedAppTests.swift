@@ -295,6 +295,47 @@ struct StartedAppTests {
         try second.stop()
     }
 
+    @Test("AppCgroups=no (as where no cgroup can be had): the app's process group is stopped with SIGSTOP while suspended and continued with SIGCONT",
+          .timeLimit(.minutes(3)))
+    func processGroupFallback() throws {
+        let workspace = try Workspace(configuration: Self.configuration + "\n[Lifecycle]\nAppCgroups=no\n")
+        let app = "com.example.grouped"
+        let marker = workspace.directory.file("child.pid")
+        let script = workspace.directory.file("grouped.sh")
+        // A busy child in the app's process group: stopped with it, or it would use CPU.
+        try writeTextFile(script, """
+            /bin/sh -c 'echo $$ > \(marker); while :; do :; done' &
+            exec \(try Self.notes(workspace, app))
+
+            """)
+        try Self.appFile(workspace, app, "[Launch]\nExecStart=/bin/sh \(script)")
+        let daemon = try DaemonProcess(workspace)
+        defer { if daemon.child.isRunning { try? daemon.stop() } }
+        let session = try #require(try daemon.call("Connect", ["app": .string(app)])["session"]?["id"]?.stringValue)
+        let pid = try #require(try Self.app(daemon, app)["startedPid"]?.intValue.map(Int32.init))
+        try Self.waitUntil("the child wrote its pid") { Int32(readTextFile(marker).split(separator: "\n").first ?? "") != nil }
+        let child = Int32(readTextFile(marker).split(separator: "\n").first!)!
+        #expect(Self.cgroupDirectory(pid).map { !$0.contains("app-") } ?? true, "no cgroup of its own")
+        #expect(Self.stat(child)?[2] == String(pid), "the child is in the app's process group")
+
+        try daemon.call("Background", ["session": .string(session)])
+        try Self.waitUntil("frozen") { try Self.app(daemon, app)["frozen"]?.boolValue == true }
+        try Self.waitUntil("both stopped") { Self.stat(pid)?.first == "T" && Self.stat(child)?.first == "T" }
+        let ticks = RealMemoryDemoTests.cpuTicks(child)
+        usleep(500_000)
+        #expect(RealMemoryDemoTests.cpuTicks(child) == ticks, "a stopped busy loop uses no CPU")
+
+        _ = try daemon.call("Activate", ["session": .string(session)])
+        #expect(try Self.app(daemon, app)["frozen"]?.boolValue == false)
+        try Self.waitUntil("continued") { Self.stat(pid)?.first != "T" && Self.stat(child)?.first != "T" }
+
+        try daemon.call("Terminate", ["app": .string(app)])
+        try Self.waitUntil("the group gone") {
+            [pid, child].allSatisfy { access("/proc/\($0)", F_OK) != 0 || Self.stat($0)?.first == "Z" }
+        }
+        #expect(daemon.stderr.contains("AppCgroups=no"), "the fallback is reported")
+    }
+
     /// Processes whose parent is `pid`.
     static func children(of pid: Int32) -> [Int32] {
         guard let dir = opendir("/proc") else { return [] }

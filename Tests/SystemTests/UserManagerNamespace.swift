@@ -10,7 +10,7 @@ import Glibc
 /// EOF (this process died) makes it tear down: `systemctl --user exit`, journald stopped, any
 /// straggler SIGKILLed, its cgroups removed. Being PID 1 of the namespace, its exit also
 /// makes the kernel kill whatever is left. Nothing of this touches the host: /run,
-/// /var/log/journal, the catalog and /etc/{passwd,group} are tmpfs or bind mounts inside the
+/// /var/log/journal, the catalog and /etc (a private copy) are tmpfs or bind mounts inside the
 /// namespace; only the cgroups are shared, and they carry the holder's host PID in their name.
 ///
 /// Commands run inside through `nsenter -t <holder> -m -p`; Varlink clients of this process
@@ -300,18 +300,19 @@ final class UserManagerNamespace {
     sh "$src/packaging/install" --destdir /run/systest/stage --build-dir "$bin" >&2 || fail "packaging/install failed"
     stage=/run/systest/stage/usr
 
-    # The service user and the socket's group, from the installed sysusers.d file, into
-    # namespace-private copies of /etc/passwd and friends.
+    # The service user and the socket's group, from the installed sysusers.d file, into a
+    # namespace-private copy of /etc. The whole directory, not /etc/passwd and friends alone:
+    # a host useradd or userdel (other tests make users) replaces /etc/passwd by a rename, and
+    # a rename over a file bound in another mount namespace detaches that bind mount, leaving
+    # this namespace with the host's file and without its users.
     mkdir -p /run/systest/root/etc
-    for f in passwd group shadow gshadow; do [ ! -e "/etc/$f" ] || cp -p "/etc/$f" "/run/systest/root/etc/$f"; done
+    cp -a /etc/. /run/systest/root/etc/ || fail "cannot copy /etc"
     systemd-sysusers --root=/run/systest/root "$stage/lib/sysusers.d/scened.conf" >&2 || fail "systemd-sysusers failed"
     if [ -n "$desk" ]; then
         printf 'u %s - "scened system test desk user" /run/systest/%s\n' "$desk" "$desk" > /run/systest/desk.conf
         systemd-sysusers --root=/run/systest/root /run/systest/desk.conf >&2 || fail "systemd-sysusers (desk user) failed"
     fi
-    for f in passwd group shadow gshadow; do
-        [ ! -e "/run/systest/root/etc/$f" ] || [ ! -e "/etc/$f" ] || mount --bind "/run/systest/root/etc/$f" "/etc/$f"
-    done
+    mount --bind /run/systest/root/etc /etc || fail "cannot bind the private /etc"
 
     # The catalog: the installed file next to the host's, compiled into a private database.
     [ -d /usr/lib/systemd/catalog ] || fail "/usr/lib/systemd/catalog is missing (is systemd installed?)"

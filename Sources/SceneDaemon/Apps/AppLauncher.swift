@@ -38,12 +38,14 @@ final class AppLauncher {
     /// Set by the owner: a process exited, with its status described.
     var onExit: ((AppID, String) -> Void)?
 
-    init(loop: EventLoop, base: String? = AppLauncher.defaultBase()) {
+    init(loop: EventLoop, base: String? = AppLauncher.defaultBase(), cgroups: Bool = true) {
         self.loop = loop
         var problem: String?
         var usable: String?
         if let base { stale = Self.removeStale(base: base) }
-        if let base {
+        if !cgroups {
+            problem = "AppCgroups=no: apps are held in process groups, frozen with SIGSTOP"
+        } else if let base {
             do {
                 _ = try Cgroup.create(base)
                 usable = base

@@ -145,7 +145,7 @@ extension ManagerVarlink {
 
     private func makeLauncher() {
         guard launcher == nil, let loop = daemon?.loop else { return }
-        let made = AppLauncher(loop: loop)
+        let made = AppLauncher(loop: loop, cgroups: appCgroups)
         let me = Unmanaged.passUnretained(self)
         made.onExit = { app, status in
             let service = me.takeUnretainedValue()

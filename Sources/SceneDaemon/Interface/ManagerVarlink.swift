@@ -41,6 +41,8 @@ final class ManagerVarlink {
     /// How started apps' measured memory is charged, and when they were last read.
     var shares = MemoryShares()
     var lastMeasuredAt: Timestamp?
+    /// AppCgroups= as read at start.
+    var appCgroups = true
     /// The socket a started app is told to attach on (SCENED_SOCKET).
     var socketPath = ""
 
