@@ -30,9 +30,12 @@ struct RealMemoryDemoTests {
     @Test("20 apps holding real memory: reclaim brings the measured total under the low watermark, frozen apps use no CPU, foreground apps untouched, disconnected scenes restored",
           .timeLimit(.minutes(5)))
     func twentyAppsUnderABudget() throws {
+        // The deadline for didEnterBackground far away: twenty apps answering at once on two
+        // cores (under a sanitizer, each several times slower) are not what this shows.
         let base = """
             [Lifecycle]
             SuspendDelaySec=500ms
+            DidEnterBackgroundTimeoutSec=5min
             [Reclaim]
             MeasureIntervalSec=200ms
             SettleSec=500ms
@@ -43,7 +46,10 @@ struct RealMemoryDemoTests {
         let notes = try Binaries.require(Binaries.directory + "/scene-notes")
         for app in Self.apps {
             // The app id and the socket come from SCENED_APP and SCENED_SOCKET.
-            try StartedAppTests.appFile(workspace, app, "[Launch]\nExecStart=\(notes) --hold-mib \(Self.holdMiB)")
+            // Under AddressSanitizer a freed block waits in its quarantine (256 MiB) instead of
+            // going back to the system, as a released scene's memory would: none here. The
+            // variable means nothing to an ordinary build.
+            try StartedAppTests.appFile(workspace, app, "[Launch]\nExecStart=\(notes) --hold-mib \(Self.holdMiB)\nEnvironment=ASAN_OPTIONS=quarantine_size_mb=0")
         }
         let daemon = try DaemonProcess(workspace)
         // A clean stop ends the apps it started (a killed scened would leave them running).
@@ -64,7 +70,7 @@ struct RealMemoryDemoTests {
         }
         // Measured, not declared: the pressure view has every app's reading, about what the
         // kernel says they hold.
-        try StartedAppTests.waitUntil("20 apps measured") {
+        try StartedAppTests.waitUntil("20 apps measured", seconds: 30) {
             (try daemon.call("GetPressure")["pressure"]?["measured"]?["apps"]?.intValue ?? 0) == 20
         }
         usleep(400_000)
@@ -79,9 +85,11 @@ struct RealMemoryDemoTests {
         // Within the 2 % the daemon lets a reading differ before it commits a new figure.
         #expect(Double(usage) >= Double(measured) * 0.97, "usage (\(usage >> 20) MiB) counts the measured bytes")
 
-        // A budget below their sum: usage at 94 % of it, between the high and critical
-        // watermarks (90 %, 97 %): a warning, which disconnects background scenes.
-        let budget = usage * 100 / 94
+        // A budget below their sum: usage at 92 % of it, between the high and critical
+        // watermarks (90 %, 97 %): a warning, which disconnects background scenes. (Should
+        // usage drift past critical meanwhile, as under a sanitizer, suspended apps may be
+        // terminated too, as the policy does at critical: those are not checked for freezing.)
+        let budget = usage * 100 / 92
         try writeTextFile(workspace.configPath, base + "\n[Pressure]\nMemoryBudget=\(budget)\n")
         try daemon.call("Reload")
         let pressedAt = monotonicNanoseconds()
@@ -115,10 +123,27 @@ struct RealMemoryDemoTests {
         #expect(!disconnected.isEmpty, "reclaim disconnected scenes")
         #expect(disconnected.count < Self.apps.count - Self.foreground.count, "not every background scene: only what the budget needs")
 
-        // Frozen apps use no CPU: every background app frozen again, none advancing over 1 s.
-        let background = Self.apps.filter { !Self.foreground.contains($0) }
-        try StartedAppTests.waitUntil("background apps frozen again", seconds: 30) {
-            try background.allSatisfy { try StartedAppTests.app(daemon, $0)["frozen"]?.boolValue == true }
+        // Frozen apps use no CPU: every background app still running frozen again, none
+        // advancing over 1 s.
+        var background: [String] = []
+        for app in Self.apps where !Self.foreground.contains(app) {
+            if try StartedAppTests.app(daemon, app)["process"]?.stringValue != "notRunning" { background.append(app) }
+        }
+        #expect(background.count >= 10, "most background apps still run: \(background.count)")
+        do {
+            try StartedAppTests.waitUntil("background apps frozen again", seconds: 60) {
+                try background.allSatisfy { try StartedAppTests.app(daemon, $0)["frozen"]?.boolValue == true }
+            }
+        } catch {
+            var states: [String] = []
+            for app in background {
+                let r = try StartedAppTests.app(daemon, app)
+                if r["frozen"]?.boolValue != true {
+                    states.append("\(app): \(r["process"]?.stringValue ?? "?") frozen=\(r["frozen"].map { "\($0)" } ?? "nil") pid=\(r["startedPid"].map { "\($0)" } ?? "none")")
+                }
+            }
+            let log = daemon.stderr.split(separator: "\n").filter { $0.contains("hung") || $0.contains("terminated") || $0.contains("did not answer") || $0.contains("Could not") }
+            throw TestFailure("\(error): \(states.joined(separator: "; "))\n\(log.suffix(30).joined(separator: "\n"))")
         }
         let ticks = background.map { Self.cpuTicks(pids[$0]!) }
         usleep(1_000_000)
@@ -135,7 +160,7 @@ struct RealMemoryDemoTests {
             let reply = try daemon.call("Activate", ["session": .string(sessions[app]!)])
             #expect(reply["session"]?["state"]?.stringValue == "foregroundActive")
         }
-        try StartedAppTests.waitUntil("restored lines", seconds: 20) {
+        try StartedAppTests.waitUntil("restored lines", seconds: 60) {
             let log = daemon.stderr
             return disconnected.allSatisfy { app in
                 log.split(separator: "\n").contains { $0.contains("\(sessions[app]!)") && $0.contains("restored counter=1") }
