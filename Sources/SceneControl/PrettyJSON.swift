@@ -3,9 +3,10 @@ import Varlink
 /// --json=pretty: one member per line, nested values indented with a tab, as systemd's
 /// json-pretty output. Scalars are written as the compact form writes them.
 enum PrettyJSON {
-    static func render(_ value: JSONValue) -> String {
+    /// `depth`: the value's nesting where it is written (its inner lines indented one more).
+    static func render(_ value: JSONValue, depth: Int = 0) -> String {
         var out = ""
-        append(value, depth: 0, to: &out)
+        append(value, depth: depth, to: &out)
         return out
     }
 

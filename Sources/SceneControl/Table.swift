@@ -28,25 +28,8 @@ struct Table {
     /// The whole table with a final newline; `legend` false omits header and footer, and an
     /// empty table without legend is nothing at all.
     func render(legend: Bool) -> String {
-        var widths = columns.map { legend ? $0.title.count : 0 }
-        for row in rows {
-            for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.count) }
-        }
-        var out = ""
-        func emit(_ cells: [String]) {
-            var line = ""
-            for (index, cell) in cells.enumerated() {
-                if index > 0 { line += " " }
-                let padding = String(repeating: " ", count: widths[index] - cell.count)
-                line += columns[index].alignRight ? padding + cell : cell + padding
-            }
-            while line.last == " " { line.removeLast() }
-            out += line + "\n"
-        }
-        if legend { emit(columns.map(\.title)) }
-        rows.forEach(emit)
-        if legend, let footer { out += "\n" + footer + "\n" }
-        return out
+        var stream = TableStream(columns, legend: legend)
+        return stream.text(for: rows) + stream.finish(footer: footer)
     }
 
     /// "1 session listed." / "3 sessions listed." / "2 events."

@@ -5,7 +5,7 @@ extension Verb {
     static let list = Verb(
         "list", section: .sessions, synopsis: "[--app APP] [--state STATE] [--condition live|archived]",
         summary: "List scene sessions",
-        details: "Sessions arrive from the daemon in batches, so any number can be listed.",
+        details: "Sessions arrive from the daemon in batches and are printed as they come, so any number can be listed and the first rows show at once.",
         options: [
             OptionSpec("app", value: "APP", "Only APP's sessions"),
             OptionSpec("state", value: "STATE", "Only sessions whose scene is in STATE: " + Check.sceneStates.joined(separator: ", ")),
@@ -20,29 +20,37 @@ extension Verb {
             if let state = invocation.options.value("state") {
                 parameters["state"] = .string(try Check.oneOf(state, Check.sceneStates, option: "state"))
             }
-            var sessions: [JSONValue] = []
+            // Printed batch by batch as the daemon sends them: the first rows show at once.
+            var table = TableStream(sessionColumns, legend: !invocation.global.noLegend)
+            var json = JSONArrayStream(name: "sessions", pretty: invocation.global.jsonMode == .pretty)
+            var count = 0
             try invocation.callMore("ListSessions", parameters) { batch in
-                sessions += batch["sessions"]?.arrayValue ?? []
+                let sessions = batch["sessions"]?.arrayValue ?? []
+                if invocation.global.json {
+                    try invocation.write(json.text(for: sessions))
+                } else {
+                    let rows = sessions.compactMap(\.objectValue)
+                    count += rows.count
+                    try invocation.write(table.text(for: rows.map { sessionRow($0, time: invocation.time) }))
+                }
                 return true
             }
-            if invocation.global.json { return try invocation.json(["sessions": .array(sessions)]) }
-            let table = sessionTable(sessions.compactMap(\.objectValue), time: invocation.time)
-            try invocation.write(table.render(legend: !invocation.global.noLegend))
+            if invocation.global.json { return try invocation.write(json.finish()) }
+            try invocation.write(table.finish(footer: Table.count(count, "session", "sessions")))
         })
 
-    static func sessionTable(_ sessions: [JSONObject], time: TimeFormatter) -> Table {
-        var table = Table([.init("SESSION"), .init("APP"), .init("CONDITION"), .init("STATE"), .init("ROLE"),
-                           .init("FOOTPRINT", right: true), .init("LAST ACTIVE")],
-                          footer: Table.count(sessions.count, "session", "sessions"))
-        for session in sessions {
-            let lastActive = session.integer("lastActiveAt") ?? 0
-            table.append([
-                session.text("id") ?? "?", session.text("app") ?? "?", session.text("condition") ?? "?",
-                session.text("state") ?? "?", session.text("role") ?? "?",
-                ByteSize.format(session.integer("footprint") ?? 0), lastActive > 0 ? time.tableTime(lastActive) : "-",
-            ])
-        }
-        return table
+    static let sessionColumns: [Table.Column] = [
+        .init("SESSION"), .init("APP"), .init("CONDITION"), .init("STATE"), .init("ROLE"),
+        .init("FOOTPRINT", right: true), .init("LAST ACTIVE"),
+    ]
+
+    static func sessionRow(_ session: JSONObject, time: TimeFormatter) -> [String] {
+        let lastActive = session.integer("lastActiveAt") ?? 0
+        return [
+            session.text("id") ?? "?", session.text("app") ?? "?", session.text("condition") ?? "?",
+            session.text("state") ?? "?", session.text("role") ?? "?",
+            ByteSize.format(session.integer("footprint") ?? 0), lastActive > 0 ? time.tableTime(lastActive) : "-",
+        ]
     }
 
     static let show = Verb(

@@ -45,6 +45,7 @@ extension LifecycleEngine {
             createdAt: clock, lastActiveAt: clock, backgroundSince: clock,
             activations: 0, restores: 0, restoreCostMs: request.restoreCostMs, isProtected: request.isProtected)
         session.appSlot = Int32(slot)
+        session.details = shared(session.details)
         sessions[id] = session
         apps.records[slot].sessions.insert(id)
 

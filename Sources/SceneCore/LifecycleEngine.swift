@@ -10,6 +10,8 @@ public struct LifecycleEngine: Sendable {
     public internal(set) var apps = AppTable()
     public internal(set) var sessions: [SessionID: SceneSession] = [:]
     public internal(set) var tasks: [TaskToken: BackgroundTask] = [:]
+    /// Background scenes, as reclaim reads them; kept current by `handle`.
+    public internal(set) var candidates = CandidateIndex()
 
     /// Never goes backwards: a command stamped earlier than the clock runs at the clock.
     public internal(set) var clock: Timestamp
@@ -26,6 +28,8 @@ public struct LifecycleEngine: Sendable {
     public internal(set) var residentBytes: UInt64 = 0
     /// Configuration names are few and repeated; sharing their storage keeps sessions small.
     var internedNames: [String: String] = [:]
+    /// Likewise sessions' plain details (a configuration, no userInfo or restoration), by name.
+    var internedDetails: [String: SessionDetails] = [:]
 
     public init(configuration: EngineConfiguration = .standard, clock: Timestamp = .zero) {
         self.configuration = configuration
@@ -35,9 +39,26 @@ public struct LifecycleEngine: Sendable {
         nextTaskNumber = 1
     }
 
-    /// Rebuilds an engine from stored state. Derived data (scene counts per app, each app's
-    /// session set and task list, the wake-up queue) is recomputed, not trusted.
+    /// Rebuilds an engine from stored state: `init(restoring: EngineTables)` with the sessions
+    /// keyed by id. A session id that appears twice is refused.
     public init(configuration: EngineConfiguration = .standard, restoring snapshot: EngineSnapshot) throws(LifecycleError) {
+        var table: [SessionID: SceneSession] = [:]
+        table.reserveCapacity(snapshot.sessions.count)
+        for session in snapshot.sessions where table.updateValue(session, forKey: session.id) != nil {
+            throw .invalidArgument(name: "snapshot", reason: "session \(session.id) appears twice")
+        }
+        try self.init(configuration: configuration,
+                      restoring: EngineTables(apps: snapshot.apps, sessions: table, tasks: snapshot.tasks,
+                                              clock: snapshot.clock, nextSequence: snapshot.nextSequence,
+                                              nextSessionNumber: snapshot.nextSessionNumber,
+                                              nextTaskNumber: snapshot.nextTaskNumber))
+    }
+
+    /// Rebuilds an engine from stored state. Derived data (scene counts per app, each app's
+    /// session set and task list, the wake-up queue) is recomputed, not trusted. The session
+    /// table is adopted and fixed up in place (each session's app slot, its state if archived,
+    /// shared storage): given the only reference, a million sessions are never held twice.
+    public init(configuration: EngineConfiguration = .standard, restoring snapshot: consuming EngineTables) throws(LifecycleError) {
         self.configuration = configuration
         clock = snapshot.clock
         nextSequence = max(snapshot.nextSequence, 1)
@@ -55,35 +76,25 @@ public struct LifecycleEngine: Sendable {
             app.scheduledWake = nil
             _ = apps.insert(app)
         }
-        sessions.reserveCapacity(snapshot.sessions.count)
-        for session in snapshot.sessions {
-            guard let slot = apps.slot(of: session.app) else {
-                throw .invalidArgument(name: "snapshot", reason: "session \(session.id) belongs to unknown app \(session.app)")
-            }
-            guard session.id.rawValue < nextSessionNumber else {
-                throw .invalidArgument(name: "snapshot", reason: "session \(session.id) is beyond the id high-water mark")
-            }
-            guard session.condition != .discarded else {
-                throw .invalidArgument(name: "snapshot", reason: "session \(session.id) is discarded")
-            }
-            var s = SceneSession(id: session.id, app: apps.records[slot].id, role: session.role,
-                                 configurationName: intern(session.configurationName),
-                                 userInfo: session.userInfo, restoration: session.restoration, footprint: session.footprint,
-                                 condition: session.condition,
-                                 sceneState: session.condition == .live ? session.sceneState : .unattached,
-                                 sceneInstance: session.sceneInstance, createdAt: session.createdAt,
-                                 lastActiveAt: session.lastActiveAt, backgroundSince: session.backgroundSince,
-                                 activations: session.activations, restores: session.restores,
-                                 restoreCostMs: session.restoreCostMs, isProtected: session.isProtected,
-                                 activationScore: session.activationScore)
-            s.appSlot = Int32(slot)
-            sessions[s.id] = s
-            apps.records[slot].sessions.insert(s.id)
-            if s.condition == .live && s.sceneState != .unattached {
-                adjustCount(slot, state: s.sceneState, by: 1)
-                residentBytes &+= s.footprint
-            }
+        var table = snapshot.sessions
+        snapshot.sessions = [:]
+        // Each app's session set is filled once it is sized: grown insert by insert, its
+        // rehashing cost as much as the inserts themselves.
+        var appSessions = [[SessionID]](repeating: [], count: apps.records.count)
+        var index = table.startIndex
+        while index != table.endIndex {
+            let key = table.keys[index]
+            let slot = try restore(&table.values[index], key: key)
+            appSessions[slot].append(key)
+            table.formIndex(after: &index)
         }
+        sessions = table
+        for slot in appSessions.indices where !appSessions[slot].isEmpty {
+            var set = Set<SessionID>(minimumCapacity: appSessions[slot].count)
+            for id in appSessions[slot] { set.insert(id) }
+            apps.records[slot].sessions = set
+        }
+        appSessions = []
         for task in snapshot.tasks.sorted(by: { $0.token < $1.token }) {
             guard let slot = apps.slot(of: task.app) else {
                 throw .invalidArgument(name: "snapshot", reason: "task \(task.token) belongs to unknown app \(task.app)")
@@ -95,6 +106,37 @@ public struct LifecycleEngine: Sendable {
             if apps.records[slot].process != .notRunning { residentBytes &+= apps.records[slot].baseFootprint }
             schedule(slot)
         }
+        candidates = CandidateIndex.build(sessions)
+    }
+
+    /// One restored session, checked and fixed up in place (no copy of the record, whose
+    /// reference counting a million times over is a tenth of the restore); returns its app's slot.
+    private mutating func restore(_ session: inout SceneSession, key: SessionID) throws(LifecycleError) -> Int {
+        guard key == session.id else {
+            throw .invalidArgument(name: "snapshot", reason: "session \(session.id) is keyed as \(key)")
+        }
+        guard let slot = apps.slot(of: session.app) else {
+            throw .invalidArgument(name: "snapshot", reason: "session \(session.id) belongs to unknown app \(session.app)")
+        }
+        guard session.id.rawValue < nextSessionNumber else {
+            throw .invalidArgument(name: "snapshot", reason: "session \(session.id) is beyond the id high-water mark")
+        }
+        guard session.condition != .discarded else {
+            throw .invalidArgument(name: "snapshot", reason: "session \(session.id) is discarded")
+        }
+        // The app id and the details share the engine's storage. An equal id is left as it is:
+        // the store's sessions already share their app record's (comparing identical strings
+        // costs nothing; replacing one costs two atomic reference count changes).
+        if session.app != apps.records[slot].id { session.app = apps.records[slot].id }
+        let details = shared(session.details)
+        if details !== session.details { session.details = details }
+        session.appSlot = Int32(slot)
+        if session.condition != .live { session.sceneState = .unattached }
+        if session.condition == .live && session.sceneState != .unattached {
+            adjustCount(slot, state: session.sceneState, by: 1)
+            residentBytes &+= session.footprint
+        }
+        return slot
     }
 
     /// Everything needed to rebuild the engine. The wake-up queue is not state (it is rebuilt
@@ -127,6 +169,32 @@ public struct LifecycleEngine: Sendable {
     @discardableResult
     public mutating func handle(_ command: Command, now: Timestamp,
                                 effects: inout [Effect]) throws(LifecycleError) -> CommandResult {
+        let first = effects.count
+        // Every change to a session is announced for the store; the index follows the same
+        // announcements, also those of timers that fired before a refused command.
+        defer { reindex(effects, from: first) }
+        return try apply(command, now: now, effects: &effects)
+    }
+
+    mutating func reindex(_ effects: [Effect], from first: Int) {
+        var i = first
+        while i < effects.count {
+            switch effects[i] {
+            case .sessionChanged(let id), .sessionRemoved(let id):
+                if let position = sessions.index(forKey: id) {
+                    // Read in place (modify access): a copy of the session would retain its strings.
+                    candidates.refresh(&sessions.values[position])
+                } else {
+                    candidates.remove(id)
+                }
+            default: break
+            }
+            i += 1
+        }
+    }
+
+    mutating func apply(_ command: Command, now: Timestamp,
+                        effects: inout [Effect]) throws(LifecycleError) -> CommandResult {
         advance(to: now, effects: &effects)
         switch command {
         case .tick:
@@ -210,6 +278,15 @@ public struct LifecycleEngine: Sendable {
         return name
     }
 
+    /// One object for all plain details of a configuration; `SessionDetails.standard` and
+    /// details with userInfo or restoration data are kept as they are.
+    mutating func shared(_ details: SessionDetails) -> SessionDetails {
+        guard details !== SessionDetails.standard, details.isPlain else { return details }
+        if let existing = internedDetails[details.configurationName] { return existing }
+        internedDetails[details.configurationName] = details
+        return details
+    }
+
     /// Appends an event; `app` is the app's slot.
     mutating func emit(_ name: EventName, app: Int, session: SessionID? = nil, sceneInstance: UInt32 = 0,
                        state: EventState, cause: EventCause, detail: EventDetail = .none,
@@ -260,6 +337,29 @@ public struct LifecycleEngine: Sendable {
         _ = try openSession(id)
         change(&sessions[id]!)
         effects.append(.sessionChanged(id))
+    }
+}
+
+/// Stored engine state with the sessions keyed by id, as the engine holds them: what the store
+/// builds at start-up, so that the engine can adopt the table instead of copying an array.
+public struct EngineTables: Sendable {
+    public var apps: [AppRecord]
+    public var sessions: [SessionID: SceneSession]
+    public var tasks: [BackgroundTask]
+    public var clock: Timestamp
+    public var nextSequence: UInt64
+    public var nextSessionNumber: UInt64
+    public var nextTaskNumber: UInt64
+
+    public init(apps: [AppRecord], sessions: [SessionID: SceneSession], tasks: [BackgroundTask], clock: Timestamp,
+                nextSequence: UInt64, nextSessionNumber: UInt64, nextTaskNumber: UInt64) {
+        self.apps = apps
+        self.sessions = sessions
+        self.tasks = tasks
+        self.clock = clock
+        self.nextSequence = nextSequence
+        self.nextSessionNumber = nextSessionNumber
+        self.nextTaskNumber = nextTaskNumber
     }
 }
 

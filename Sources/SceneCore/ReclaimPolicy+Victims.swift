@@ -23,6 +23,9 @@ extension ReclaimPolicy {
         /// process's scenes, Σ score × bytes (processes).
         var uses: Double
         var cost: Double
+        /// A process's app slot + 1 (0 for a scene): the last tie-break, so that the order is
+        /// total and every way of finding victims gives the same one.
+        var processSlot: Int32 = 0
 
         var reason: String {
             isProcess ? "suspended app (critical)" : tier > 1 ? "young background scene (critical)" : "background scene"
@@ -41,6 +44,7 @@ extension ReclaimPolicy {
         var lastActive: Int64
         var bytes: UInt64
         var stable: UInt64
+        var process: Int32
 
         static func < (a: SortKey, b: SortKey) -> Bool {
             if a.tier != b.tier { return a.tier < b.tier }
@@ -48,7 +52,8 @@ extension ReclaimPolicy {
             if a.secondary != b.secondary { return a.secondary < b.secondary }
             if a.lastActive != b.lastActive { return a.lastActive < b.lastActive }
             if a.bytes != b.bytes { return a.bytes > b.bytes }
-            return a.stable < b.stable
+            if a.stable != b.stable { return a.stable < b.stable }
+            return a.process < b.process
         }
     }
 
@@ -71,7 +76,7 @@ extension ReclaimPolicy {
             primary = c.nextUse.map { -Double($0.microseconds) } ?? -.infinity
         }
         return SortKey(tier: c.tier, primary: primary, secondary: secondary, lastActive: c.lastActive.microseconds,
-                       bytes: c.bytes, stable: c.stableKey)
+                       bytes: c.bytes, stable: c.stableKey, process: c.processSlot)
     }
 
     /// Eligible victims in a binary min-heap on their sort keys.
@@ -217,50 +222,61 @@ extension ReclaimPolicy {
             // jetsam kills: no callbacks). One whose scenes are all chosen is terminated when
             // the batch is assembled (see `decide`), so only processes with their own memory
             // need a candidate here. Its score: the loss of its scenes per byte freed.
-            let apps = engine.apps.values
-            // Read in place through one view (each `engine.sessions.values[…]` would copy).
-            let table = engine.sessions
-            let values = table.values
-            var i = apps.startIndex
-            while i != apps.endIndex {
-                defer { apps.formIndex(after: &i) }
-                guard apps[i].process == .suspended && apps[i].baseFootprint > 0 else { continue }
-                let app = apps[i]
-                var bytes = app.baseFootprint
-                var loss = 0.0
-                var lastActive = Timestamp.zero
-                var since = Timestamp.zero
-                var nearest: Timestamp?
-                var hasProtected = false
-                var first = UInt64.max
-                for id in app.sessions {
-                    // Found once, then read in place (a lookup by key would copy the session).
-                    guard let position = table.index(forKey: id),
-                          values[position].condition == .live else { continue }
-                    let s = SessionFields(values[position])
-                    if s.isProtected { hasProtected = true }
-                    first = min(first, id.rawValue)
-                    bytes &+= s.footprint
-                    let cost = Double(s.restoreCostMs > 0 ? s.restoreCostMs : configuration.defaultRestoreCostMs)
-                    let n = usageSessions(id, activations: s.activations)
-                        + values[position].activationScore(at: now)
-                    loss += valueScore(uses: n, cost: cost, bytes: s.footprint, meanCost: meanCost) * Double(max(s.footprint, 1))
-                    lastActive = max(lastActive, s.lastActiveAt)
-                    since = max(since, s.backgroundSince)
-                    if let n = nextUse?(id) { nearest = nearest.map { min($0, n) } ?? n }
-                }
-                if hasProtected { continue }
-                let candidate = Candidate(id: UInt64(pool.processes.count), isProcess: true, tier: 1, bytes: bytes,
+            let records = engine.apps.records
+            for i in records.indices {
+                guard records[i].process == .suspended && records[i].baseFootprint > 0 else { continue }
+                let sums = processSums(slot: i, engine: engine, meanCost: meanCost, now: now, nextUse: nextUse)
+                if sums.hasProtected { continue }
+                let (bytes, loss, lastActive, since, nearest, first) =
+                    (sums.bytes, sums.loss, sums.lastActive, sums.since, sums.nearest, sums.first)
+                var candidate = Candidate(id: UInt64(pool.processes.count), isProcess: true, tier: 1, bytes: bytes,
                                           score: loss / Double(bytes), lastActive: lastActive, backgroundSince: since,
                                           suspendedApp: true, nextUse: nearest, stableKey: first == .max ? 0 : first,
                                           uses: 0, cost: loss)
-                pool.processes.append(app.id)
+                candidate.processSlot = Int32(i + 1)
+                pool.processes.append(records[i].id)
                 pool.candidates.append(candidate)
                 pool.keys.append(sortKey(candidate))
             }
         }
         pool.heapify()
         return pool
+    }
+
+    /// What a suspended process would free and lose: its base footprint and its connected
+    /// scenes, summed in the order of its session set (both ways of finding victims sum here,
+    /// so their scores are the same to the last bit).
+    struct ProcessFigures {
+        var bytes: UInt64
+        var loss = 0.0
+        var lastActive = Timestamp.zero
+        var since = Timestamp.zero
+        var nearest: Timestamp?
+        var hasProtected = false
+        var first = UInt64.max
+    }
+
+    func processSums(slot: Int, engine: LifecycleEngine, meanCost: Double, now: Timestamp,
+                     nextUse: ((SessionID) -> Timestamp?)?) -> ProcessFigures {
+        var f = ProcessFigures(bytes: engine.apps.records[slot].baseFootprint)
+        // Read in place through one view (each `engine.sessions.values[…]` would copy).
+        let table = engine.sessions
+        let values = table.values
+        for id in engine.apps.records[slot].sessions {
+            // Found once, then read in place (a lookup by key would copy the session).
+            guard let position = table.index(forKey: id), values[position].condition == .live else { continue }
+            let s = SessionFields(values[position])
+            if s.isProtected { f.hasProtected = true }
+            f.first = min(f.first, id.rawValue)
+            f.bytes &+= s.footprint
+            let cost = Double(s.restoreCostMs > 0 ? s.restoreCostMs : configuration.defaultRestoreCostMs)
+            let n = usageSessions(id, activations: s.activations) + values[position].activationScore(at: now)
+            f.loss += valueScore(uses: n, cost: cost, bytes: s.footprint, meanCost: meanCost) * Double(max(s.footprint, 1))
+            f.lastActive = max(f.lastActive, s.lastActiveAt)
+            f.since = max(f.since, s.backgroundSince)
+            if let n = nextUse?(id) { f.nearest = f.nearest.map { min($0, n) } ?? n }
+        }
+        return f
     }
 
     /// The fields of a session the victim pass reads, copied out without its strings.

@@ -15,6 +15,9 @@ public struct ReclaimPolicy: Sendable {
     /// times after the last one, so that a reading taken before the memory came back never
     /// makes the policy take more than it must (§3.5 step 3).
     public var awaitingRelease = false
+    /// Where decisions find their victims (the same ones either way; `.scan` is kept to
+    /// compare against).
+    public var victimSelection = VictimSelection.index
     public static let releaseWaitLimit: Int64 = 5
     public private(set) var episode: ReclaimEpisode?
     public private(set) var lastEpisode: ReclaimEpisode?
@@ -108,17 +111,17 @@ public struct ReclaimPolicy: Sendable {
                         score: score, reason: reason)
         }
 
+        // What the rungs need of the apps, in one pass over them, made when first needed.
+        var found: AppLists?
+        func apps() -> AppLists {
+            if found == nil { found = AppLists(engine) }
+            return found!
+        }
+
         // Rung 1: one warning per episode to every running app (R25: only running processes).
         if !episode!.warned {
             episode!.warned = true
-            var running: [AppID] = []
-            let apps = engine.apps.values
-            var i = apps.startIndex
-            while i != apps.endIndex {
-                if apps[i].process == .running { running.append(apps[i].id) }
-                apps.formIndex(after: &i)
-            }
-            running.sort()
+            let running = apps().running.sorted()
             if !running.isEmpty {
                 plan.steps.append(ReclaimStep(action: .memoryWarning(running),
                                               note: note("entered \(level.name)", after: usage)))
@@ -141,13 +144,34 @@ public struct ReclaimPolicy: Sendable {
         var need: UInt64 = usage > lowTarget ? usage - lowTarget : 0
         if external && need == 0 { need = usage / 10 }
         guard need > 0 else {
-            appendEarlySuspensions(engine: engine, except: [], note: note("idle in the background", after: usage), into: &plan)
+            appendEarlySuspensions(apps().idle, except: [], note: note("idle in the background", after: usage), into: &plan)
             return plan
         }
 
-        // Candidates come out of a heap best first: a decision costs O(n + k log n) for k
-        // victims, not a sort of every candidate.
-        var pool = victimPool(engine: engine, level: level, now: now, nextUse: nextUse)
+        // Candidates come best first, from the engine's index (a bounded heap per pass: O(n)
+        // for the few victims of a batch) or from a heap of every candidate (O(n + k log n)).
+        switch victimSelection {
+        case .index:
+            var source = VictimStream(policy: self, engine: engine, level: level, now: now, nextUse: nextUse,
+                                      suspendedWithMemory: apps().suspendedWithMemory)
+            takeVictims(from: &source, engine: engine, idle: apps().idle, level: level, usage: usage, need: need, now: now,
+                        excluded: excluded, into: &plan)
+        case .scan:
+            var source = victimPool(engine: engine, level: level, now: now, nextUse: nextUse)
+            takeVictims(from: &source, engine: engine, idle: apps().idle, level: level, usage: usage, need: need, now: now,
+                        excluded: excluded, into: &plan)
+        }
+        return plan
+    }
+
+    /// Rungs 3 and 4: victims best first until `need` bytes are freed, then rung 2.
+    private mutating func takeVictims<Source: VictimSource>(
+        from pool: inout Source, engine: LifecycleEngine, idle: [AppID], level: PressureLevel, usage: UInt64, need: UInt64,
+        now: Timestamp, excluded: ((SessionID) -> Bool)?, into plan: inout ReclaimPlan) {
+        func note(_ reason: String, before: UInt64? = nil, after: UInt64, score: Double? = nil) -> ReclaimNote {
+            ReclaimNote(level: level.name, usageBefore: before ?? usage, usageAfter: after, budget: configuration.budget,
+                        score: score, reason: reason)
+        }
         let withheld = pool.withheld
         let terminateAtCritical = level == .critical && configuration.terminateSuspendedAtCritical
         var projected = usage
@@ -220,7 +244,7 @@ public struct ReclaimPolicy: Sendable {
         // Rung 2, after the victims so that an app is not suspended only to be woken for its
         // scene's didDisconnect: idle background apps would be suspended shortly anyway.
         // A suspension frees nothing by this accounting: usage is the same before and after.
-        appendEarlySuspensions(engine: engine, except: terminatedApps,
+        appendEarlySuspensions(idle, except: terminatedApps,
                                note: note("idle in the background", before: projected, after: projected),
                                into: &plan)
         episode!.bytesFreed += freed
@@ -238,7 +262,6 @@ public struct ReclaimPolicy: Sendable {
             plan.unrelievable = true
             episode!.unrelievable = true
         }
-        return plan
     }
 
     /// A planned disconnect did not happen (its scene deferred under the grace protocol): the
@@ -253,23 +276,38 @@ public struct ReclaimPolicy: Sendable {
 
     /// Suspends now every running app left with no foreground scene and no task once this
     /// batch's disconnects are done.
-    private mutating func appendEarlySuspensions(engine: LifecycleEngine, except terminated: Set<AppID>, note: ReclaimNote,
+    private mutating func appendEarlySuspensions(_ idle: [AppID], except terminated: Set<AppID>, note: ReclaimNote,
                                                  into plan: inout ReclaimPlan) {
         guard configuration.suspendEarly else { return }
-        var idle: [AppID] = []
-        // Indexing the storage reads the fields in place; a for-in loop would copy every record.
-        let apps = engine.apps.values
-        var i = apps.startIndex
-        while i != apps.endIndex {
-            if apps[i].process == .running && !apps[i].hasForegroundScene && apps[i].tasks.isEmpty
-                && (terminated.isEmpty || !terminated.contains(apps[i].id)) {
-                idle.append(apps[i].id)
-            }
-            apps.formIndex(after: &i)
-        }
-        for id in idle.sorted() {
+        for id in idle.sorted() where terminated.isEmpty || !terminated.contains(id) {
             plan.steps.append(ReclaimStep(action: .suspend(id), note: note))
             episode!.suspensions += 1
+        }
+    }
+}
+
+/// The apps each rung looks at, found in one pass over the app table (each pass reads every
+/// record, which is slow for tens of thousands of apps).
+struct AppLists {
+    /// Running processes (memory warnings go to them).
+    var running: [AppID] = []
+    /// Running with no foreground scene and no task (suspended early).
+    var idle: [AppID] = []
+    /// Slots of suspended processes holding memory of their own (termination candidates).
+    var suspendedWithMemory: [Int] = []
+
+    init(_ engine: LifecycleEngine) {
+        let records = engine.apps.records
+        for i in records.indices {
+            switch records[i].process {
+            case .running:
+                running.append(records[i].id)
+                if !records[i].hasForegroundScene && records[i].tasks.isEmpty { idle.append(records[i].id) }
+            case .suspended:
+                if records[i].baseFootprint > 0 { suspendedWithMemory.append(i) }
+            default:
+                break
+            }
         }
     }
 }

@@ -8,9 +8,11 @@ public struct SceneSession: Sendable, Equatable {
     // Stored properties are ordered by size (8-byte, then 4, then 1) so that the struct packs
     // without padding: a daemon holds a million of these.
     public let id: SessionID
-    public let app: AppID
-    public let configurationName: String
-    public var userInfo: UserInfo
+    /// Settable inside the core only: a restored session takes its app record's copy of the id.
+    public internal(set) var app: AppID
+    /// configurationName, userInfo and restoration: one reference instead of 49 bytes inline,
+    /// and one object shared by every session that has the defaults (see SessionDetails).
+    var details: SessionDetails
     /// Bytes this session's scene holds while connected; what a disconnect frees.
     public var footprint: UInt64
     public let createdAt: Timestamp
@@ -21,7 +23,6 @@ public struct SceneSession: Sendable, Equatable {
     /// Activations counted with exponential decay (half-life `SceneSession.activationHalfLife`),
     /// as of `lastActiveAt`: how much the session is used lately. Reclaim weighs it.
     public var activationScore: Double
-    public var restoration: RestorationData?
     /// How many scene instances this session has had; a reconnection makes a new one (R2).
     public var sceneInstance: UInt32
     /// How many times the scene became active.
@@ -48,9 +49,7 @@ public struct SceneSession: Sendable, Equatable {
         self.id = id
         self.app = app
         self.role = role
-        self.configurationName = configurationName
-        self.userInfo = userInfo
-        self.restoration = restoration
+        details = SessionDetails.make(configurationName, userInfo, restoration)
         self.footprint = footprint
         self.condition = condition
         self.sceneState = sceneState
@@ -67,10 +66,21 @@ public struct SceneSession: Sendable, Equatable {
 
     public var isConnected: Bool { condition == .live }
 
+    public var configurationName: String { details.configurationName }
+
+    public var userInfo: UserInfo {
+        get { details.userInfo }
+        set { details = SessionDetails.make(details.configurationName, newValue, details.restoration) }
+    }
+
+    public var restoration: RestorationData? {
+        get { details.restoration }
+        set { details = SessionDetails.make(details.configurationName, details.userInfo, newValue) }
+    }
+
     /// Every stored field; the engine's internal slot does not count.
     public static func == (a: SceneSession, b: SceneSession) -> Bool {
-        a.id == b.id && a.app == b.app && a.role == b.role && a.configurationName == b.configurationName
-            && a.userInfo == b.userInfo && a.restoration == b.restoration && a.footprint == b.footprint
+        a.id == b.id && a.app == b.app && a.role == b.role && a.details == b.details && a.footprint == b.footprint
             && a.condition == b.condition && a.sceneState == b.sceneState && a.sceneInstance == b.sceneInstance
             && a.createdAt == b.createdAt && a.lastActiveAt == b.lastActiveAt && a.backgroundSince == b.backgroundSince
             && a.activations == b.activations && a.activationScore.bitPattern == b.activationScore.bitPattern
@@ -101,5 +111,37 @@ public struct SceneSession: Sendable, Equatable {
             sum += term
         }
         return sum / Double(UInt64(1) << UInt64(whole))
+    }
+}
+
+/// The parts of a session that are set at connection or rarely saved, and that most sessions
+/// have in common: out of line, immutable (a change makes a new one), and shared. A million
+/// sessions with the default configuration, no userInfo and no restoration data hold one.
+final class SessionDetails: Sendable, Equatable {
+    let configurationName: String
+    let userInfo: UserInfo
+    let restoration: RestorationData?
+
+    private init(_ configurationName: String, _ userInfo: UserInfo, _ restoration: RestorationData?) {
+        self.configurationName = configurationName
+        self.userInfo = userInfo
+        self.restoration = restoration
+    }
+
+    /// What a session gets when it asks for nothing: a constant, not state.
+    static let standard = SessionDetails(ConnectRequest.defaultConfigurationName, .empty, nil)
+
+    static func make(_ configurationName: String, _ userInfo: UserInfo, _ restoration: RestorationData?) -> SessionDetails {
+        if restoration == nil, userInfo == standard.userInfo, configurationName == standard.configurationName {
+            return standard
+        }
+        return SessionDetails(configurationName, userInfo, restoration)
+    }
+
+    /// Without a restoration or userInfo: what interning may share among sessions.
+    var isPlain: Bool { restoration == nil && userInfo == Self.standard.userInfo }
+
+    static func == (a: SessionDetails, b: SessionDetails) -> Bool {
+        a === b || (a.configurationName == b.configurationName && a.userInfo == b.userInfo && a.restoration == b.restoration)
     }
 }

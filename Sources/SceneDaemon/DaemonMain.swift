@@ -69,7 +69,7 @@ public enum DaemonMain {
         let recover = options.recover || StartupStorage.recoverRequested(stateDirectory)
         let store: SceneStore
         let engine: LifecycleEngine
-        // Only what was left out is kept: the snapshot itself would double the sessions' memory.
+        // Only what was left out is kept: the loaded tables themselves become the engine's.
         let quarantined: [QuarantinedRow]
         let recordingFailure: StoreError?
         let heartbeat = LoadHeartbeat.start()
@@ -78,9 +78,10 @@ public enum DaemonMain {
             store = try SceneStore(path: stateDirectory + "/" + DaemonPaths.databaseName,
                                    durability: settings.durability, eventLogCapacity: settings.eventLogSize,
                                    recover: recover)
-            let stored = try store.loadChecked()
-            engine = try LifecycleEngine(configuration: settings.engineConfiguration, restoring: stored.snapshot)
-            (quarantined, recordingFailure) = (stored.quarantined, stored.recordingFailure)
+            let (tables, rows, failure) = try store.loadTables()
+            (quarantined, recordingFailure) = (rows, failure)
+            // Consumed: the engine adopts the session table as it is, without a second copy.
+            engine = try LifecycleEngine(configuration: settings.engineConfiguration, restoring: consume tables)
         } catch let error as StoreError {
             if case .damagedLog(let evidence) = error.kind {
                 StartupStorage.logRefusal(error, evidence: evidence, journal)

@@ -7,9 +7,23 @@ extension SceneStore {
         try loadChecked().snapshot
     }
 
+    /// `loadTables()` as an `EngineSnapshot` (sessions sorted by id).
+    public func loadChecked() throws(StoreError) -> StoredState {
+        let (tables, quarantined, recordingFailure) = try loadTables()
+        return StoredState(snapshot: EngineSnapshot(apps: tables.apps,
+                                                    sessions: tables.sessions.values.sorted { $0.id < $1.id },
+                                                    tasks: tables.tasks, clock: tables.clock,
+                                                    nextSequence: tables.nextSequence,
+                                                    nextSessionNumber: tables.nextSessionNumber,
+                                                    nextTaskNumber: tables.nextTaskNumber),
+                           quarantined: quarantined, recordingFailure: recordingFailure)
+    }
+
     /// Everything stored that checks out, ready for `LifecycleEngine(restoring:)`: apps (sorted
-    /// by id) with their pending discards, sessions (by id) in the condition and state they
-    /// had, open tasks (by token) and the counters; read in one transaction, so the parts agree.
+    /// by id) with their pending discards, sessions (keyed by id, as the engine holds them: the
+    /// engine adopts the table, so a million sessions are not held twice) in the condition and
+    /// state they had, open tasks (by token) and the counters; read in one transaction, so the
+    /// parts agree. `quarantined`: the rows left out; `recordingFailure`: see `StoredState`.
     ///
     /// Every row is decoded and checked first (types, codes, ranges, JSON, references). One
     /// that fails is quarantined: left in its table, recorded in the quarantine table, reported
@@ -19,10 +33,11 @@ extension SceneStore {
     /// Counters are raised past anything found, quarantined rows included (logged events,
     /// session ids, pending discards, task tokens), so a sequence number or identifier is never
     /// handed out twice.
-    public func loadChecked() throws(StoreError) -> StoredState {
+    public func loadTables() throws(StoreError)
+        -> (tables: EngineTables, quarantined: [QuarantinedRow], recordingFailure: StoreError?) {
         let (db, _) = try openConnection()
         var quarantined = dictionaryQuarantine
-        var loaded: (apps: [AppRecord], sessions: [SceneSession], tasks: [BackgroundTask], counters: EngineCounters)
+        var loaded: (apps: [AppRecord], sessions: [SessionID: SceneSession], tasks: [BackgroundTask], counters: EngineCounters)
         try db.execute("BEGIN", "starting to load")
         do throws(StoreError) {
             var floors = Floors()
@@ -49,10 +64,11 @@ extension SceneStore {
         sequenceFloor = max(sequenceFloor, c.nextSequence)
         sessionFloor = max(sessionFloor, c.nextSessionNumber)
         taskFloor = max(taskFloor, c.nextTaskNumber)
-        return StoredState(snapshot: EngineSnapshot(apps: loaded.apps, sessions: loaded.sessions, tasks: loaded.tasks,
-                                                    clock: c.clock, nextSequence: c.nextSequence,
-                                                    nextSessionNumber: c.nextSessionNumber, nextTaskNumber: c.nextTaskNumber),
-                           quarantined: quarantined, recordingFailure: recordingFailure)
+        let tables = EngineTables(apps: loaded.apps, sessions: loaded.sessions, tasks: loaded.tasks, clock: c.clock,
+                                  nextSequence: c.nextSequence, nextSessionNumber: c.nextSessionNumber,
+                                  nextTaskNumber: c.nextTaskNumber)
+        loaded.sessions = [:]  // `tables` holds the only reference: the engine adopts it without a copy
+        return (tables, quarantined, recordingFailure)
     }
 
     /// The lowest counters above every identifier a row holds.
@@ -134,7 +150,7 @@ extension SceneStore {
     /// configuration names come from the in-memory dictionaries by index, so every session shares
     /// one copy of each; only userInfo and restoration data are decoded (and checked) per row.
     private func loadSessions(_ db: SQLiteConnection, quarantinedApps: Set<Int64>, _ quarantined: inout [QuarantinedRow],
-                              _ floors: inout Floors) throws(StoreError) -> [SceneSession] {
+                              _ floors: inout Floors) throws(StoreError) -> [SessionID: SceneSession] {
         let count = try db.integer("SELECT count(*) FROM sessions", "counting sessions") ?? 0
         let s = try db.prepare("""
             SELECT id, app, role, configuration, user_info, restoration, footprint, condition, scene_state,
@@ -143,8 +159,11 @@ extension SceneStore {
             FROM sessions ORDER BY id
             """, persistent: false, "loading sessions")
         defer { s.finalize() }
-        var sessions: [SceneSession] = []
+        var sessions: [SessionID: SceneSession] = [:]
         sessions.reserveCapacity(Int(clamping: count))
+        // Local copies: elements of a let array are lent to the calls below without the
+        // reference counting (and exclusivity checks) that reading the class's properties costs.
+        let appsByRef = self.appsByRef, configurationsByRef = self.configurationsByRef
         while true {
             let rc = s.step()
             if rc == SQLITE_DONE { break }
@@ -154,7 +173,7 @@ extension SceneStore {
             var check = RowCheck(s)
             if !RowCheck.isStoredNumber(key) { check.fail("id \(key) is no session id") }
             let appRef = check.integer(1, "app")
-            let app = self.app(ref: appRef, quarantinedApps, &check)
+            let app = Self.app(ref: appRef, appsByRef, quarantinedApps, &check)
             let roleCode = check.integer(2, "role")
             let role = StorageCodes.role(roleCode)
             if check.isValid && role == nil { check.fail("role \(roleCode) is not one") }
@@ -191,19 +210,19 @@ extension SceneStore {
                 quarantined.append(QuarantinedRow(table: .sessions, key: key, reason: problem))
                 continue
             }
-            sessions.append(SceneSession(
+            // Keys are the table's primary key: each id comes once.
+            sessions[SessionID(UInt64(key))] = SceneSession(
                 id: SessionID(UInt64(key)), app: app!, role: role!, configurationName: configuration,
                 userInfo: UserInfo(json: userInfo), restoration: restoration, footprint: footprint,
                 condition: condition!, sceneState: sceneState!, sceneInstance: sceneInstance, createdAt: createdAt,
                 lastActiveAt: lastActiveAt, backgroundSince: backgroundSince, activations: activations,
-                restores: restores, restoreCostMs: restoreCost, isProtected: isProtected, activationScore: s.double(17)))
+                restores: restores, restoreCostMs: restoreCost, isProtected: isProtected, activationScore: s.double(17))
         }
         return sessions
     }
 
-    /// `sessions`: the loaded ones, sorted by id. A task must name a loaded session of its own
-    /// app, or none.
-    private func loadTasks(_ db: SQLiteConnection, sessions: [SceneSession], quarantinedApps: Set<Int64>,
+    /// `sessions`: the loaded ones. A task must name a loaded session of its own app, or none.
+    private func loadTasks(_ db: SQLiteConnection, sessions: [SessionID: SceneSession], quarantinedApps: Set<Int64>,
                            _ quarantined: inout [QuarantinedRow], _ floors: inout Floors)
         throws(StoreError) -> [BackgroundTask] {
         let s = try db.prepare("""
@@ -220,13 +239,13 @@ extension SceneStore {
             var check = RowCheck(s)
             if !RowCheck.isStoredNumber(key) { check.fail("token \(key) is no task token") }
             let appRef = check.integer(1, "app")
-            let app = self.app(ref: appRef, quarantinedApps, &check)
+            let app = Self.app(ref: appRef, appsByRef, quarantinedApps, &check)
             var session: SessionID?
             if let n = check.optionalInteger(2, "session") {
                 floors.session(n)
                 if !RowCheck.isStoredNumber(n) {
                     check.fail("session \(n) is no session id")
-                } else if let owner = Self.loadedSession(SessionID(UInt64(n)), in: sessions) {
+                } else if let owner = sessions[SessionID(UInt64(n))] {
                     if let app, owner.app != app { check.fail("its session s\(n) belongs to another app, \(owner.app)") }
                     session = owner.id
                 } else {
@@ -246,19 +265,11 @@ extension SceneStore {
         return tasks
     }
 
-    private static func loadedSession(_ id: SessionID, in sessions: [SceneSession]) -> SceneSession? {
-        var low = 0, high = sessions.count
-        while low < high {
-            let mid = (low + high) / 2
-            if sessions[mid].id < id { low = mid + 1 } else { high = mid }
-        }
-        return low < sessions.count && sessions[low].id == id ? sessions[low] : nil
-    }
-
     // MARK: - Row checks: a value out of range is damage, reported, never trapped on.
 
     /// The app a session or task row names, if it is stored and not quarantined.
-    private func app(ref: Int64, _ quarantinedApps: Set<Int64>, _ check: inout RowCheck) -> AppID? {
+    private static func app(ref: Int64, _ appsByRef: [AppID?], _ quarantinedApps: Set<Int64>,
+                            _ check: inout RowCheck) -> AppID? {
         guard check.isValid else { return nil }
         guard ref > 0, ref < appsByRef.count, let app = appsByRef[Int(ref)] else {
             check.fail("app reference \(ref) names no app")

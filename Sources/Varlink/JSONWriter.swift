@@ -113,6 +113,14 @@ public struct JSONWriter: Sendable {
         needsComma = true
     }
 
+    /// Appends `json`, which the caller guarantees is one complete, valid JSON value, as the
+    /// next value: for values made in one go elsewhere (a listing's sessions).
+    public mutating func element(_ json: UnsafeBufferPointer<UInt8>) {
+        separate()
+        bytes.append(contentsOf: json)
+        needsComma = true
+    }
+
     public mutating func uint(_ value: UInt64) {
         separate()
         appendDecimal(value)

@@ -4,9 +4,12 @@
 // transitions (apps), ProcessKit's spawn, cgroup freeze and SIGSTOP latencies (processes;
 // the cgroup part needs root), and apps scened starts itself: cold launch, freeze/thaw and
 // measured memory against the kernel's figures (launch). Release build:
-//   swift build -c release && .build/release/scened-bench [daemon|durable|startup|logging|fairness|hostile|hostile-monitors|apps|processes|launch|all]
+//   swift build -c release && .build/release/scened-bench [daemon|list|durable|startup|fill|logging|fairness|hostile|hostile-monitors|apps|processes|launch|all]
+// startup fills its stores through SceneCore and SceneStore (StoreFill.swift); `fill --state-dir D
+// [--startup-sessions N] [--archived]` makes one such store alone, to start scened on by hand.
 // Figures depend on the machine and its load: compare the lines of one run with each other.
 import Glibc
+import SceneCore
 import Varlink
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -108,17 +111,6 @@ func roundTrips(_ daemon: BenchDaemon, method: String, parameters: JSONObject, c
     return samples.sorted()
 }
 
-func listAll(_ daemon: BenchDaemon) throws -> (Int, Double) {
-    let client = try VarlinkClient(path: daemon.socket)
-    var n = 0
-    let t = now()
-    try client.callMore("io.scened.Manager.ListSessions", [:]) { reply in
-        n += reply["sessions"]?.arrayValue?.count ?? 0
-        return true
-    }
-    return (n, now() - t)
-}
-
 /// Prints at once, even into a pipe.
 func say(_ text: String) {
     print(text)
@@ -166,8 +158,7 @@ func daemonFigures() throws {
     say("RSS idle: \(mb(daemon.residentBytes()))")
     let created10k = try createSessions(daemon, count: 10_000)
     say("created 10000 sessions in \(ms(created10k)) (\(perSecond(10_000, created10k)) Connect/s, 1 connection)")
-    let (n10k, t10k) = try listAll(daemon)
-    say("ListSessions (more) with 10000 sessions: \(n10k) sessions in \(ms(t10k))")
+    say(try listingLine(daemon, count: 10_000))
     let rtt = try roundTrips(daemon, method: "GetStatus", parameters: [:], count: 2000)
     say("round trip GetStatus: median \(us(rtt[rtt.count / 2])), p99 \(us(rtt[rtt.count * 99 / 100]))")
     let rttA = try roundTrips(daemon, method: "GetSession", parameters: ["session": "s1"], count: 2000)
@@ -178,8 +169,7 @@ func daemonFigures() throws {
     }
     let created = try createSessions(daemon, count: sessionCount - 10_000, firstApp: 10_000)
     say("created \(sessionCount - 10_000) more sessions in \(ms(created)) (\(perSecond(sessionCount - 10_000, created)) Connect/s)")
-    let (nAll, tAll) = try listAll(daemon)
-    say("ListSessions (more) with \(sessionCount) sessions: \(nAll) sessions in \(ms(tAll))")
+    say(try listingLine(daemon, count: sessionCount))
     usleep(300_000)
     say("RSS with \(sessionCount) sessions: \(mb(daemon.residentBytes()))")
     for conns in [1, 8] {
@@ -207,33 +197,66 @@ func durableFigures() throws {
 }
 
 func startupFigures() throws {
-    say("\n== start-up: exec → READY=1 (Durability=full) ==")
+    say("\n== start-up: exec → READY=1 (Durability=full; median of 3 starts; RSS 0.3 s after READY, peak = VmHWM) ==")
+    say("target (issue 16): \(bigCount) stored sessions, live or archived: READY ≤ 1 s, RSS ≤ 256 MiB")
+    say("load average before: \((try? readFile("/proc/loadavg")) ?? "?")".trimmingSuffixNewline)
+    say("engine: MemoryLayout<SceneSession>.stride = \(MemoryLayout<SceneSession>.stride) B")
+    let empty = try startupRun(label: "empty store", sessions: 0) { _ in 0 }
+    // Today's way of making sessions (Connect over the socket) beside the direct fill, at a size
+    // where Connect takes seconds, not minutes: both must give the same start-up.
+    _ = try startupRun(label: "100000 live, made by Connect (socket)", sessions: 100_000, baseline: empty) { daemon in
+        try daemon.start(config: config(durability: "off"))
+        defer { daemon.stop() }
+        return try createSessions(daemon, count: 100_000)
+    }
+    _ = try startupRun(label: "100000 live, made by the store fill", sessions: 100_000, baseline: empty) { daemon in
+        try fillStore(stateDirectory: daemon.stateDirectory, count: 100_000, archived: false)
+    }
+    for archived in [false, true] {
+        let label = "\(bigCount) \(archived ? "archived" : "live (background)")"
+        let run = try startupRun(label: label, sessions: bigCount, baseline: empty) { daemon in
+            try fillStore(stateDirectory: daemon.stateDirectory, count: bigCount, archived: archived)
+        }
+        say("load average after: \((try? readFile("/proc/loadavg")) ?? "?")".trimmingSuffixNewline)
+        let ready = run.ready <= 1.0 ? "met" : "MISSED"
+        let rss = run.rss <= 256 << 20 ? "met" : "MISSED"
+        say("  → READY \(ms(run.ready)) vs ≤ 1000 ms: \(ready); RSS \(mb(run.rss)) vs ≤ 256 MiB: \(rss)")
+    }
+}
+
+extension String {
+    var trimmingSuffixNewline: String { hasSuffix("\n") ? String(dropLast()) : self }
+}
+
+/// One store size: `fill` makes it (returns seconds), then three starts with Durability=full.
+func startupRun(label: String, sessions: Int, baseline: (ready: Double, rss: Int)? = nil,
+                fill: (BenchDaemon) throws -> Double) throws -> (ready: Double, rss: Int) {
     let dir = makeDirectory()
     defer { removeTree(dir) }
     let daemon = BenchDaemon(binary: binary, directory: dir)
-    try daemon.start(config: config(durability: "full"))
-    say("empty store: \(ms(daemon.readyAfter))")
-    daemon.stop()
-    try daemon.start(config: config(durability: "off"))
-    var have = 0
-    for target in [100_000, bigCount] where target > have {
-        let t = try createSessions(daemon, count: target - have, firstApp: have)
-        say("(created \(target - have) sessions in \(ms(t)))")
-        have = target
-        daemon.stop()
-        var readies: [Double] = []
-        for _ in 0..<3 {
-            try daemon.start(config: config(durability: "full"))
-            readies.append(daemon.readyAfter)
-            if readies.count < 3 { daemon.stop() }
-        }
-        readies.sort()
+    let made = try fill(daemon)
+    var readies: [Double] = []
+    var cpus: [Double] = []
+    var rss = 0, peak = 0
+    for _ in 0..<3 {
+        try daemon.start(config: config(durability: "full"))
+        readies.append(daemon.readyAfter)
+        // CPU time to READY as well: on a loaded machine, wall time also counts waiting for a CPU.
+        cpus.append(daemon.cpuSeconds())
         usleep(300_000)
-        say("\(target) sessions: READY after \(ms(readies[1])) (median of 3; min \(ms(readies[0]))), RSS \(mb(daemon.residentBytes()))")
+        rss = daemon.residentBytes()
+        peak = daemon.peakResidentBytes()
         daemon.stop()
-        try daemon.start(config: config(durability: "off"))
     }
-    daemon.stop()
+    readies.sort()
+    cpus.sort()
+    var line = "\(label): READY after \(ms(readies[1])) (min \(ms(readies[0])); CPU \(ms(cpus[1]))), RSS \(mb(rss)), peak \(mb(peak))"
+    if let baseline, sessions > 0 {
+        line += "; per session \((rss - baseline.rss) / sessions) B RSS, \((peak - baseline.rss) / sessions) B peak"
+    }
+    if sessions > 0 { line += " (made in \(ms(made)))" }
+    say(line)
+    return (readies[1], rss)
 }
 
 func loggingFigures() throws {
@@ -255,9 +278,16 @@ do {
     header()
     switch mode {
     case "daemon": try daemonFigures()
+    case "list": try listingFigures()
     case "durable": try durableFigures()
     case "startup": try startupFigures()
     case "logging": try loggingFigures()
+    case "fill":
+        // A store to start scened on by hand (profiling): --state-dir D [--startup-sessions N] [--archived].
+        let dir = stringOption("--state-dir", "")
+        guard !dir.isEmpty else { throw BenchError("fill needs --state-dir DIR") }
+        let t = try fillStore(stateDirectory: dir, count: bigCount, archived: arguments.contains("--archived"))
+        say("filled \(dir) with \(bigCount) sessions in \(ms(t))")
     case "fairness": try fairnessFigures()
     case "hostile": try hostileFigures()
     case "apps": try appFigures()
@@ -277,7 +307,7 @@ do {
         try processFigures()
         try launchFigures()
     default:
-        say("usage: scened-bench [daemon|durable|startup|logging|fairness|hostile|hostile-monitors|apps|processes|launch|all] [--seconds S] [--sessions N] [--startup-sessions N] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [processes: --rounds N] [launch: --rounds N --copies K --hold-mib M]")
+        say("usage: scened-bench [daemon|list|durable|startup|fill|logging|fairness|hostile|hostile-monitors|apps|processes|launch|all] [--seconds S] [--sessions N] [--startup-sessions N] [fill: --state-dir D --archived] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [processes: --rounds N] [launch: --rounds N --copies K --hold-mib M]")
         exit(2)
     }
 } catch {

@@ -108,7 +108,11 @@ struct StartedAppTests {
         record = try Self.app(daemon, app)
         #expect(record["process"]?.stringValue == "suspended")
         if let cgroup {
-            #expect(readTextFile(cgroup + "/cgroup.events").contains("frozen 1") == true)
+            // The kernel reports the freeze once every task has stopped, which takes a while
+            // beside a sanitized suite on two cores: waited for, bounded.
+            try Self.waitUntil("the kernel reports the cgroup frozen", seconds: 30) {
+                readTextFile(cgroup + "/cgroup.events").contains("frozen 1")
+            }
         } else {
             try Self.waitUntil("stopped") { Self.stat(pid)?.first == "T" }
         }

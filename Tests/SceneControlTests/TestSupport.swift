@@ -51,6 +51,8 @@ struct RecordedCall: Equatable {
 final class RecordingTransport: ManagerTransport {
     var replies: [String: [Result<JSONObject, VarlinkError>]]
     private(set) var calls: [RecordedCall] = []
+    /// Called before `callMore` hands over reply `index` (streaming tests look at the output).
+    var beforeReply: ((_ index: Int) -> Void)?
 
     init(_ replies: [String: [Result<JSONObject, VarlinkError>]] = [:]) {
         self.replies = replies
@@ -67,7 +69,8 @@ final class RecordingTransport: ManagerTransport {
 
     func callMore(_ method: String, _ parameters: JSONObject, each: (JSONObject) throws -> Bool) throws {
         calls.append(RecordedCall(method: method, parameters: parameters, more: true))
-        for reply in canned(method) {
+        for (index, reply) in canned(method).enumerated() {
+            beforeReply?(index)
             guard try each(try reply.get()) else { return }
         }
     }
@@ -94,9 +97,11 @@ struct CtlResult {
 func ctl(_ arguments: [String], replies: [String: [Result<JSONObject, VarlinkError>]] = [:],
          environment: [String: String] = [:], existing: Set<String> = [], uid: uid_t = 1000,
          connectError: VarlinkClientError? = nil, terminal: Bool = false,
-         executables: Set<String> = ["/usr/bin/less"]) -> CtlResult {
+         executables: Set<String> = ["/usr/bin/less"],
+         beforeReply: ((_ index: Int, _ outSoFar: String) -> Void)? = nil) -> CtlResult {
     let out = CapturedOutput(), err = CapturedOutput()
     let transport = RecordingTransport(replies)
+    if let beforeReply { transport.beforeReply = { beforeReply($0, out.text) } }
     var connections: [String] = []
     var pagers: [PagerChoice] = []
     let context = Context(

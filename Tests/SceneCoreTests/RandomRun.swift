@@ -145,6 +145,9 @@ struct RandomRun {
 
         if let problem = replica.apply(effects, from: engine) { return problem }
         if fullCheck, let problem = replica.differences(from: engine) { return problem }
+        if fullCheck, engine.candidates != CandidateIndex.build(engine.sessions) || !engine.candidates.isConsistent() {
+            return "the candidate index (\(engine.candidates.count) entries) differs from the background scenes"
+        }
         return nil
     }
 

@@ -195,9 +195,10 @@ final class Manager {
     private func reloadAfterFailedCommit() {
         guard let writer else { return }
         do {
-            let stored = try writer.withStore { try $0.loadChecked() }
-            engine = try LifecycleEngine(configuration: engine.configuration, restoring: stored.snapshot)
-            noteQuarantined(stored.quarantined)
+            // Tables, as at start-up: the engine adopts them (no array beside the dictionary).
+            let (tables, quarantined, _) = try writer.withStore { try $0.loadTables() }
+            engine = try LifecycleEngine(configuration: engine.configuration, restoring: consume tables)
+            noteQuarantined(quarantined)
         } catch {
             Diagnostics.fatal("cannot reload committed state after a failed commit: \(error)")
         }

@@ -36,13 +36,13 @@ final class Outbox {
     // MARK: Replies
 
     /// Appends one framed reply for `connection` to `batch`; returns its size. `build` writes
-    /// one object.
+    /// one object; `expected` is what the caller knows it may write (a listing's piece).
     @discardableResult
-    func holdReply(connection: Int, batch: UInt64, _ build: (inout JSONWriter) -> Void) -> Int {
+    func holdReply(connection: Int, batch: UInt64, expected: Int = 0, _ build: (inout JSONWriter) -> Void) -> Int {
         var list = replies.removeValue(forKey: connection) ?? []
         if inWaiting.insert(connection).inserted { waiting.append(connection) }
         if list.last?.batch != batch {
-            let hint = lastSize[connection].map { min($0, Self.largestHint) } ?? 0
+            let hint = min(max(lastSize[connection] ?? 0, expected), Self.largestHint)
             list.append(Replies(batch: batch, bytes: pool.take(reserving: hint), count: 0))
         }
         let last = list.count - 1

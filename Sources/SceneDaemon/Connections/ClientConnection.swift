@@ -71,12 +71,13 @@ final class ClientConnection {
     var heldReplies: Int { machine.heldReplies }
     var isClosed: Bool { machine.isClosed }
 
-    /// Holds one framed reply until `batch` commits; returns its size. `build` writes one object.
+    /// Holds one framed reply until `batch` commits; returns its size. `build` writes one object,
+    /// of about `expected` bytes if the caller knows.
     @discardableResult
-    func hold(batch: UInt64, _ build: (inout JSONWriter) -> Void) -> Int {
+    func hold(batch: UInt64, expected: Int = 0, _ build: (inout JSONWriter) -> Void) -> Int {
         // Nobody would read it.
         if machine.phase == .peerGone || machine.isClosed { return 0 }
-        let size = outbox.holdReply(connection: number, batch: batch, build)
+        let size = outbox.holdReply(connection: number, batch: batch, expected: expected, build)
         _ = machine.on(.replyHeld(bytes: size))
         return size
     }
@@ -164,8 +165,8 @@ struct MonitorStream {
 }
 
 struct SessionListing {
-    var ids: [SessionID]
-    var next: Int
+    /// The sessions that matched when the listing began, the next one to send first.
+    var ids: SessionIDCursor
     var condition: SessionCondition?
     var state: SceneActivationState?
 }

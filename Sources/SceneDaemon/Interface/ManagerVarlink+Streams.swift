@@ -8,33 +8,33 @@ extension ManagerVarlink {
         switch conn.stream {
         case .listing(var listing):
             let engine = manager.engine
-            var end = listing.next
+            var taken = 0
             // Held like any reply: the engine may show changes not yet committed. Bounded in
-            // sessions and bytes, so no piece can come near a client's output limit.
-            conn.hold(batch: manager.gathering) { w in
+            // sessions and bytes, so no piece can come near a client's output limit. Room for a
+            // whole piece at once: one that outgrows its buffer is copied into a fresh one.
+            conn.hold(batch: manager.gathering, expected: Self.listingPieceBytes + Self.listingPieceSlack) { w in
                 let start = w.bytes.count
                 w.beginObject()
                 w.key(static: "parameters")
                 w.beginObject()
                 w.key(static: "sessions")
                 w.beginArray()
-                while end < listing.ids.count, end - listing.next < Self.sessionsPerBatch,
+                while let id = listing.ids.current, taken < Self.sessionsPerBatch,
                       w.bytes.count - start < Self.listingPieceBytes {
-                    let id = listing.ids[end]
-                    end += 1
+                    listing.ids.advance()
+                    taken += 1
                     // Filters are re-applied: a session may have changed since the listing began.
                     guard let s = engine.sessions[id] else { continue }
                     if let c = listing.condition, s.condition != c { continue }
                     if let st = listing.state, s.sceneState != st { continue }
-                    w.session(s, privateData: false)
+                    w.listedSession(s)
                 }
                 w.endArray()
                 w.endObject()
-                if end < listing.ids.count { w.key(static: "continues"); w.bool(true) }
+                if listing.ids.current != nil { w.key(static: "continues"); w.bool(true) }
                 w.endObject()
             }
-            listing.next = end
-            if end == listing.ids.count {
+            if listing.ids.current == nil {
                 server.streamEnded(conn)
             } else {
                 conn.stream = .listing(listing)

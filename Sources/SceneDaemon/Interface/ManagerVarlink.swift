@@ -51,6 +51,8 @@ final class ManagerVarlink {
     static let sessionsPerBatch = 500
     /// A listing piece stops growing at this size (a piece holds at least one session).
     static let listingPieceBytes = 256 << 10
+    /// What a piece may pass `listingPieceBytes` by: its last session and the closing bytes.
+    static let listingPieceSlack = 16 << 10
     static let eventsPerBatch = 256
 
     init(manager: Manager, server: VarlinkServer, version: String, startedAt: UInt64, policy: AccessPolicy,
