@@ -4,8 +4,7 @@
 /// `.sessionRemoved`), so a decision reads a few contiguous bytes per candidate instead of
 /// walking every session (archived and foreground ones included) through a dictionary.
 ///
-/// Positions are kept by session number in an array (numbers are dense and never reused);
-/// numbers far past it (the store may raise its counter past damage) go to a dictionary.
+/// Positions are kept by session number (see SessionPositions).
 public struct CandidateIndex: Sendable, Equatable {
     /// 56 bytes: what scoring and eligibility read, nothing with a reference count.
     public struct Entry: Sendable, Equatable {
@@ -43,10 +42,8 @@ public struct CandidateIndex: Sendable, Equatable {
     }
 
     public private(set) var entries: [Entry] = []
-    /// Position + 1 by session number; 0 = not a candidate.
-    private var positions: [Int32] = []
-    private var far: [UInt64: Int32] = [:]
-    static let maxGrowth = 1 << 20
+    /// Entry positions by session number.
+    private var positions = SessionPositions()
 
     public init() {}
 
@@ -56,34 +53,10 @@ public struct CandidateIndex: Sendable, Equatable {
         s.condition == .live && s.sceneState == .background
     }
 
-    private func position(_ id: SessionID) -> Int? {
-        let n = id.rawValue
-        if n < UInt64(positions.count) {
-            let p = positions[Int(n)]
-            return p > 0 ? Int(p - 1) : nil
-        }
-        return far[n].map { Int($0 - 1) }
-    }
+    @inline(__always)
+    private func position(_ id: SessionID) -> Int? { positions.position(id) }
 
-    private mutating func setPosition(_ id: SessionID, _ position: Int?) {
-        let stored = position.map { Int32($0 + 1) } ?? 0
-        let n = id.rawValue
-        if n < UInt64(positions.count) {
-            positions[Int(n)] = stored
-        } else if stored == 0 {
-            far[n] = nil
-        } else if n < UInt64(positions.count) + UInt64(Self.maxGrowth) {
-            positions.append(contentsOf: repeatElement(0, count: Int(n) + 1 - positions.count))
-            positions[Int(n)] = stored
-            // Numbers kept aside that the array now reaches move in.
-            for (k, p) in far where k < UInt64(positions.count) {
-                positions[Int(k)] = p
-                far[k] = nil
-            }
-        } else {
-            far[n] = stored
-        }
-    }
+    private mutating func setPosition(_ id: SessionID, _ position: Int?) { positions.set(id, position) }
 
     // MARK: Footprint buckets and per-app sums
 
@@ -330,7 +303,7 @@ public struct CandidateIndex: Sendable, Equatable {
     }
 
     /// The index built from scratch: what the kept one must always equal, up to order.
-    static func build(_ sessions: [SessionID: SceneSession]) -> CandidateIndex {
+    static func build(_ sessions: SessionTable) -> CandidateIndex {
         var index = CandidateIndex()
         let values = sessions.values
         // Counted first, so that a restored daemon holds no growth slack.

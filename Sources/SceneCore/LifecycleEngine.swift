@@ -8,7 +8,7 @@ public struct LifecycleEngine: Sendable {
     public internal(set) var configuration: EngineConfiguration
 
     public internal(set) var apps = AppTable()
-    public internal(set) var sessions: [SessionID: SceneSession] = [:]
+    public internal(set) var sessions = SessionTable()
     public internal(set) var tasks: [TaskToken: BackgroundTask] = [:]
     /// Background scenes, as reclaim reads them; kept current by `handle`.
     public internal(set) var candidates = CandidateIndex()
@@ -42,11 +42,7 @@ public struct LifecycleEngine: Sendable {
     /// Rebuilds an engine from stored state: `init(restoring: EngineTables)` with the sessions
     /// keyed by id. A session id that appears twice is refused.
     public init(configuration: EngineConfiguration = .standard, restoring snapshot: EngineSnapshot) throws(LifecycleError) {
-        var table: [SessionID: SceneSession] = [:]
-        table.reserveCapacity(snapshot.sessions.count)
-        for session in snapshot.sessions where table.updateValue(session, forKey: session.id) != nil {
-            throw .invalidArgument(name: "snapshot", reason: "session \(session.id) appears twice")
-        }
+        let table = try SessionTable(snapshot.sessions, name: "snapshot")
         try self.init(configuration: configuration,
                       restoring: EngineTables(apps: snapshot.apps, sessions: table, tasks: snapshot.tasks,
                                               clock: snapshot.clock, nextSequence: snapshot.nextSequence,
@@ -77,16 +73,13 @@ public struct LifecycleEngine: Sendable {
             _ = apps.insert(app)
         }
         var table = snapshot.sessions
-        snapshot.sessions = [:]
+        snapshot.sessions = SessionTable()
         // Each app's session set is filled once it is sized: grown insert by insert, its
         // rehashing cost as much as the inserts themselves.
         var appSessions = [[SessionID]](repeating: [], count: apps.records.count)
-        var index = table.startIndex
-        while index != table.endIndex {
-            let key = table.keys[index]
-            let slot = try restore(&table.values[index], key: key)
-            appSessions[slot].append(key)
-            table.formIndex(after: &index)
+        try table.updateEach { (s: inout SceneSession) throws(LifecycleError) in
+            let slot = try restore(&s)
+            appSessions[slot].append(s.id)
         }
         sessions = table
         for slot in appSessions.indices where !appSessions[slot].isEmpty {
@@ -111,10 +104,7 @@ public struct LifecycleEngine: Sendable {
 
     /// One restored session, checked and fixed up in place (no copy of the record, whose
     /// reference counting a million times over is a tenth of the restore); returns its app's slot.
-    private mutating func restore(_ session: inout SceneSession, key: SessionID) throws(LifecycleError) -> Int {
-        guard key == session.id else {
-            throw .invalidArgument(name: "snapshot", reason: "session \(session.id) is keyed as \(key)")
-        }
+    private mutating func restore(_ session: inout SceneSession) throws(LifecycleError) -> Int {
         guard let slot = apps.slot(of: session.app) else {
             throw .invalidArgument(name: "snapshot", reason: "session \(session.id) belongs to unknown app \(session.app)")
         }
@@ -344,14 +334,14 @@ public struct LifecycleEngine: Sendable {
 /// builds at start-up, so that the engine can adopt the table instead of copying an array.
 public struct EngineTables: Sendable {
     public var apps: [AppRecord]
-    public var sessions: [SessionID: SceneSession]
+    public var sessions: SessionTable
     public var tasks: [BackgroundTask]
     public var clock: Timestamp
     public var nextSequence: UInt64
     public var nextSessionNumber: UInt64
     public var nextTaskNumber: UInt64
 
-    public init(apps: [AppRecord], sessions: [SessionID: SceneSession], tasks: [BackgroundTask], clock: Timestamp,
+    public init(apps: [AppRecord], sessions: SessionTable, tasks: [BackgroundTask], clock: Timestamp,
                 nextSequence: UInt64, nextSessionNumber: UInt64, nextTaskNumber: UInt64) {
         self.apps = apps
         self.sessions = sessions

@@ -37,7 +37,7 @@ extension SceneStore {
         -> (tables: EngineTables, quarantined: [QuarantinedRow], recordingFailure: StoreError?) {
         let (db, _) = try openConnection()
         var quarantined = dictionaryQuarantine
-        var loaded: (apps: [AppRecord], sessions: [SessionID: SceneSession], tasks: [BackgroundTask], counters: EngineCounters)
+        var loaded: (apps: [AppRecord], sessions: SessionTable, tasks: [BackgroundTask], counters: EngineCounters)
         try db.execute("BEGIN", "starting to load")
         do throws(StoreError) {
             var floors = Floors()
@@ -67,7 +67,7 @@ extension SceneStore {
         let tables = EngineTables(apps: loaded.apps, sessions: loaded.sessions, tasks: loaded.tasks, clock: c.clock,
                                   nextSequence: c.nextSequence, nextSessionNumber: c.nextSessionNumber,
                                   nextTaskNumber: c.nextTaskNumber)
-        loaded.sessions = [:]  // `tables` holds the only reference: the engine adopts it without a copy
+        loaded.sessions = SessionTable()  // `tables` holds the only reference: the engine adopts it without a copy
         return (tables, quarantined, recordingFailure)
     }
 
@@ -150,7 +150,7 @@ extension SceneStore {
     /// configuration names come from the in-memory dictionaries by index, so every session shares
     /// one copy of each; only userInfo and restoration data are decoded (and checked) per row.
     private func loadSessions(_ db: SQLiteConnection, quarantinedApps: Set<Int64>, _ quarantined: inout [QuarantinedRow],
-                              _ floors: inout Floors) throws(StoreError) -> [SessionID: SceneSession] {
+                              _ floors: inout Floors) throws(StoreError) -> SessionTable {
         let count = try db.integer("SELECT count(*) FROM sessions", "counting sessions") ?? 0
         let s = try db.prepare("""
             SELECT id, app, role, configuration, user_info, restoration, footprint, condition, scene_state,
@@ -159,7 +159,7 @@ extension SceneStore {
             FROM sessions ORDER BY id
             """, persistent: false, "loading sessions")
         defer { s.finalize() }
-        var sessions: [SessionID: SceneSession] = [:]
+        var sessions = SessionTable()
         sessions.reserveCapacity(Int(clamping: count))
         // Local copies: elements of a let array are lent to the calls below without the
         // reference counting (and exclusivity checks) that reading the class's properties costs.
@@ -222,7 +222,7 @@ extension SceneStore {
     }
 
     /// `sessions`: the loaded ones. A task must name a loaded session of its own app, or none.
-    private func loadTasks(_ db: SQLiteConnection, sessions: [SessionID: SceneSession], quarantinedApps: Set<Int64>,
+    private func loadTasks(_ db: SQLiteConnection, sessions: SessionTable, quarantinedApps: Set<Int64>,
                            _ quarantined: inout [QuarantinedRow], _ floors: inout Floors)
         throws(StoreError) -> [BackgroundTask] {
         let s = try db.prepare("""

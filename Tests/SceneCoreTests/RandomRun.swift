@@ -43,8 +43,9 @@ struct Replica {
     }
 
     func differences(from engine: LifecycleEngine) -> String? {
-        if sessions != engine.sessions {
-            let ids = Set(sessions.keys).union(engine.sessions.keys).filter { sessions[$0] != engine.sessions[$0] }
+        let engineSessions = Dictionary(uniqueKeysWithValues: engine.sessions.map { ($0.key, $0.value) })
+        if sessions != engineSessions {
+            let ids = Set(sessions.keys).union(engineSessions.keys).filter { sessions[$0] != engineSessions[$0] }
             return "persisted sessions differ from the engine's for \(ids.sorted())"
         }
         if tasks != engine.tasks { return "persisted tasks differ from the engine's" }
