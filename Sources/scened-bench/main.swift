@@ -4,7 +4,7 @@
 // transitions (apps), ProcessKit's spawn, cgroup freeze and SIGSTOP latencies (processes;
 // the cgroup part needs root), and apps scened starts itself: cold launch, freeze/thaw and
 // measured memory against the kernel's figures (launch). Release build:
-//   swift build -c release && .build/release/scened-bench [daemon|list|durable|startup|fill|logging|fairness|hostile|hostile-monitors|apps|processes|launch|all]
+//   swift build -c release && .build/release/scened-bench [daemon|list|durable|startup|stored|fill|logging|fairness|hostile|hostile-monitors|apps|processes|launch|all]
 // startup fills its stores through SceneCore and SceneStore (StoreFill.swift); `fill --state-dir D
 // [--startup-sessions N] [--archived]` makes one such store alone, to start scened on by hand.
 // Figures depend on the machine and its load: compare the lines of one run with each other.
@@ -282,6 +282,7 @@ do {
     case "durable": try durableFigures()
     case "startup": try startupFigures()
     case "logging": try loggingFigures()
+    case "stored": try storedFigures()
     case "fill":
         // A store to start scened on by hand (profiling): --state-dir D [--startup-sessions N] [--archived].
         let dir = stringOption("--state-dir", "")
@@ -300,6 +301,7 @@ do {
         try daemonFigures()
         try durableFigures()
         try startupFigures()
+        try storedFigures()
         try loggingFigures()
         try fairnessFigures()
         try hostileFigures()
@@ -307,7 +309,7 @@ do {
         try processFigures()
         try launchFigures()
     default:
-        say("usage: scened-bench [daemon|list|durable|startup|fill|logging|fairness|hostile|hostile-monitors|apps|processes|launch|all] [--seconds S] [--sessions N] [--startup-sessions N] [fill: --state-dir D --archived] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [processes: --rounds N] [launch: --rounds N --copies K --hold-mib M]")
+        say("usage: scened-bench [daemon|list|durable|startup|stored|fill|logging|fairness|hostile|hostile-monitors|apps|processes|launch|all] [--seconds S] [--sessions N] [--startup-sessions N] [fill: --state-dir D --archived] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [processes: --rounds N] [launch: --rounds N --copies K --hold-mib M]")
         exit(2)
     }
 } catch {
