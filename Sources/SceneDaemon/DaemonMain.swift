@@ -151,7 +151,9 @@ public enum DaemonMain {
             }
             StartupStorage.report(store, quarantined: quarantined, recordingFailure: recordingFailure, recover: recover,
                                   stateDirectory: stateDirectory, journal)
-            let manager = Manager(engine: engine, clock: DaemonClock(), writer: writer)
+            // Consumed: kept here too, it would share the engine's tables for the daemon's life,
+            // and the first change would copy them all (100 MB with a million sessions).
+            let manager = Manager(engine: consume engine, clock: DaemonClock(), writer: writer)
             _ = manager.quarantine.add(quarantined)
             manager.onQuarantine = { rows in for entry in QuarantineReport.entries(for: rows) { journal.send(entry) } }
             var effective = config

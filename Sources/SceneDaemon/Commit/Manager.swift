@@ -54,7 +54,7 @@ final class Manager {
         advance(to: now)
         let start = pending.events.count
         pending.commandStarts.append(start)
-        effects.removeAll(keepingCapacity: true)
+        effects.removeAllKeepingOrdinaryCapacity()
         do {
             let result = try engine.handle(command, now: now, effects: &effects)
             pending.absorb(effects)
@@ -68,7 +68,7 @@ final class Manager {
     /// Fires what is due (suspensions, task expiry).
     func advance(to now: Timestamp) {
         pending.commandStarts.append(pending.events.count)
-        effects.removeAll(keepingCapacity: true)
+        effects.removeAllKeepingOrdinaryCapacity()
         _ = try? engine.handle(.tick, now: now, effects: &effects)
         pending.absorb(effects)
     }
@@ -124,8 +124,10 @@ final class Manager {
 
     /// A published batch's events, once every reader is done with them (the daemon's last use).
     func recycle(events: [LifecycleEvent], commandStarts: [Int]) {
-        if events.capacity > spareEvents.capacity { spareEvents = events }
-        if commandStarts.capacity > spareStarts.capacity { spareStarts = commandStarts }
+        if events.capacity > spareEvents.capacity, events.capacity <= KeptCapacity.elements { spareEvents = events }
+        if commandStarts.capacity > spareStarts.capacity, commandStarts.capacity <= KeptCapacity.elements {
+            spareStarts = commandStarts
+        }
     }
 
     /// The writer finished the batch in flight.
@@ -172,9 +174,9 @@ final class Manager {
     private func makeBatch() -> StoreBatch {
         var batch = writer?.takeSpentBatch() ?? StoreBatch()
         // Emptied keeping their room (when nothing shares them any more; else fresh arrays).
-        batch.sessions.removeAll(keepingCapacity: true)
-        batch.apps.removeAll(keepingCapacity: true)
-        batch.tasks.removeAll(keepingCapacity: true)
+        batch.sessions.removeAllKeepingOrdinaryCapacity()
+        batch.apps.removeAllKeepingOrdinaryCapacity()
+        batch.tasks.removeAllKeepingOrdinaryCapacity()
         batch.sessions.reserveCapacity(pending.sessions.count)
         for id in pending.sessions { if let s = engine.sessions[id] { batch.sessions.append(s) } }
         batch.removedSessions = Array(pending.removedSessions)

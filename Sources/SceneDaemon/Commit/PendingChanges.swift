@@ -45,13 +45,13 @@ struct PendingChanges {
     }
 
     mutating func removeAll() {
-        sessions.removeAll(keepingCapacity: true)
-        removedSessions.removeAll(keepingCapacity: true)
-        apps.removeAll(keepingCapacity: true)
-        tasks.removeAll(keepingCapacity: true)
-        removedTasks.removeAll(keepingCapacity: true)
-        events.removeAll(keepingCapacity: true)
-        commandStarts.removeAll(keepingCapacity: true)
+        sessions.removeAllKeepingOrdinaryCapacity()
+        removedSessions.removeAllKeepingOrdinaryCapacity()
+        apps.removeAllKeepingOrdinaryCapacity()
+        tasks.removeAllKeepingOrdinaryCapacity()
+        removedTasks.removeAllKeepingOrdinaryCapacity()
+        events.removeAllKeepingOrdinaryCapacity()
+        commandStarts.removeAllKeepingOrdinaryCapacity()
         lastApp = nil
     }
 }

@@ -164,7 +164,8 @@ final class StoreWriter: @unchecked Sendable {
                 }
                 slotLock.withLock { _ in
                     finished = (job.number, result)
-                    spent = job.batch
+                    // An outsized batch's arrays go back to the allocator, not to the next batch.
+                    spent = job.batch.isOrdinary ? job.batch : nil
                     oldestLogged = oldest
                 }
                 signal(done.write)
@@ -198,6 +199,14 @@ extension StoreWriter {
             let events = Result { () throws(StoreError) in try store.events(after: after, limit: limit) }
             return .events(events, damaged: store.quarantinedEvents)
         }
+    }
+}
+
+extension StoreBatch {
+    /// Small enough that its arrays are worth keeping for the next batch (see KeptCapacity).
+    var isOrdinary: Bool {
+        sessions.capacity <= KeptCapacity.elements && events.capacity <= KeptCapacity.elements
+            && apps.capacity <= KeptCapacity.elements && tasks.capacity <= KeptCapacity.elements
     }
 }
 
