@@ -6,7 +6,8 @@
 ///
 /// Positions are kept by session number (see SessionPositions).
 public struct CandidateIndex: Sendable, Equatable {
-    /// 56 bytes: what scoring and eligibility read, nothing with a reference count.
+    /// 56 bytes: what scoring and eligibility read, nothing with a reference count (the scan,
+    /// `VictimSelection.scan`, copies sessions out into it too).
     public struct Entry: Sendable, Equatable {
         public var id: SessionID
         public var lastActiveAt: Timestamp
@@ -31,13 +32,10 @@ public struct CandidateIndex: Sendable, Equatable {
             isProtected = s.isProtected
         }
 
-        /// `SceneSession.activationScore(at:)` on the copied fields (the same arithmetic).
+        /// `SceneSession.activationScore(at:)` on the copied fields.
         @inline(__always)
         func activationScore(at now: Timestamp) -> Double {
-            guard activationScore != 0 else { return 0 }
-            let elapsed = now.microseconds - lastActiveAt.microseconds
-            guard elapsed > 0 else { return activationScore }
-            return activationScore * SceneSession.decay(elapsed)
+            SceneSession.decayed(activationScore, since: lastActiveAt, at: now)
         }
     }
 

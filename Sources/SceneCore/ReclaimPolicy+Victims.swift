@@ -169,7 +169,7 @@ extension ReclaimPolicy {
         while index != sessions.endIndex {
             defer { sessions.formIndex(after: &index) }
             guard sessions[index].condition == .live && sessions[index].sceneState == .background else { continue }
-            let s = SessionFields(sessions[index])
+            let s = CandidateIndex.Entry(sessions[index])
             let isPrevious = s.activations > 0
                 && (previous == nil || (s.lastActiveAt, s.id) > (previous!.lastActive, previous!.id))
             guard !s.isProtected else {
@@ -192,7 +192,7 @@ extension ReclaimPolicy {
                                              score: 0, lastActive: s.lastActiveAt, backgroundSince: s.backgroundSince,
                                              suspendedApp: suspended, nextUse: nextUse?(s.id), stableKey: s.id.rawValue,
                                              uses: usageSessions(s.id, activations: s.activations)
-                                                 + sessions[index].activationScore(at: now),
+                                                 + s.activationScore(at: now),
                                              cost: cost))
         }
         // The previous scene ages twice as long: an aged candidate may in fact still be young.
@@ -265,39 +265,18 @@ extension ReclaimPolicy {
         for id in engine.apps.records[slot].sessions {
             // Found once, then read in place (a lookup by key would copy the session).
             guard let position = table.index(forKey: id), values[position].condition == .live else { continue }
-            let s = SessionFields(values[position])
+            let s = CandidateIndex.Entry(values[position])
             if s.isProtected { f.hasProtected = true }
             f.first = min(f.first, id.rawValue)
             f.bytes &+= s.footprint
             let cost = Double(s.restoreCostMs > 0 ? s.restoreCostMs : configuration.defaultRestoreCostMs)
-            let n = usageSessions(id, activations: s.activations) + values[position].activationScore(at: now)
+            let n = usageSessions(id, activations: s.activations) + s.activationScore(at: now)
             f.loss += valueScore(uses: n, cost: cost, bytes: s.footprint, meanCost: meanCost) * Double(max(s.footprint, 1))
             f.lastActive = max(f.lastActive, s.lastActiveAt)
             f.since = max(f.since, s.backgroundSince)
             if let n = nextUse?(id) { f.nearest = f.nearest.map { min($0, n) } ?? n }
         }
         return f
-    }
-
-    /// The fields of a session the victim pass reads, copied out without its strings.
-    struct SessionFields {
-        var id: SessionID
-        var lastActiveAt: Timestamp
-        var backgroundSince: Timestamp
-        var footprint: UInt64
-        var activations: UInt32
-        var restoreCostMs: UInt32
-        var isProtected: Bool
-
-        init(_ s: borrowing SceneSession) {
-            id = s.id
-            lastActiveAt = s.lastActiveAt
-            backgroundSince = s.backgroundSince
-            footprint = s.footprint
-            activations = s.activations
-            restoreCostMs = s.restoreCostMs
-            isProtected = s.isProtected
-        }
     }
 
     /// How long a scene must have been in the background before it may be reclaimed at warning:

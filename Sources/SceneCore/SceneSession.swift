@@ -91,9 +91,17 @@ public struct SceneSession: Sendable, Equatable {
 
     /// `activationScore` decayed from `lastActiveAt` to `now`.
     public func activationScore(at now: Timestamp) -> Double {
+        Self.decayed(activationScore, since: lastActiveAt, at: now)
+    }
+
+    /// A score as of `lastActiveAt`, decayed to `now`: one arithmetic for the session and the
+    /// copies reclaim reads (CandidateIndex.Entry), so that both rank alike.
+    @inline(__always)
+    static func decayed(_ score: Double, since lastActiveAt: Timestamp, at now: Timestamp) -> Double {
         let elapsed = now.microseconds - lastActiveAt.microseconds
-        guard elapsed > 0 else { return activationScore }
-        return activationScore * Self.decay(elapsed)
+        // No decay to compute for a score of zero, the usual one of a scene never activated.
+        guard elapsed > 0, score != 0 else { return score }
+        return score * decay(elapsed)
     }
 
     /// 2^(-elapsed / half-life), without Foundation's pow: exp2 of the integer part by shifting
