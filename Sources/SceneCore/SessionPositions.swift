@@ -65,13 +65,6 @@ struct SessionPositions: Sendable {
         }
     }
 
-    mutating func reserve(through id: SessionID) {
-        let page = Int(clamping: id.rawValue >> UInt64(Self.pageShift))
-        guard page < Self.maxGrowthPages * 4 else { return }
-        pages.reserveCapacity(page + 1)
-        held.reserveCapacity(page + 1)
-    }
-
     /// Pages that hold a position.
     var pageCount: Int { pages.count { !$0.isEmpty } }
 }

@@ -42,13 +42,6 @@ public struct SessionTable: Sendable, Equatable {
         }
     }
 
-    /// In place, without a copy: `body` runs on the stored session (which must exist).
-    @inline(__always)
-    mutating func modify<R, E: Error>(_ id: SessionID, _ body: (inout SceneSession) throws(E) -> R) throws(E) -> R {
-        guard let at = positions.position(id) else { preconditionFailure("no session \(id)") }
-        return try body(&values[at])
-    }
-
     /// Every session in place (restoring: no copy of a million records). `body` must not change ids.
     mutating func updateEach<E: Error>(_ body: (inout SceneSession) throws(E) -> Void) throws(E) {
         for i in values.indices { try body(&values[i]) }
