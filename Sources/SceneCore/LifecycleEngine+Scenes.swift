@@ -70,6 +70,9 @@ extension LifecycleEngine {
         let session = try head(id)
         let slot = session.appSlot
         if session.condition == .archived {
+            if sessions[id]!.savedRestoration.isStored {
+                throw .savedDataUnavailable(id, reason: "its state-restoration data was not read from the store")
+            }
             reconnect(id, effects: &effects)
         } else {
             switch session.sceneState {

@@ -8,6 +8,9 @@ public enum LifecycleError: Error, Sendable, Equatable, CustomStringConvertible 
     /// The command does not apply in the current state.
     case invalidTransition(InvalidTransition)
     case invalidArgument(name: String, reason: String)
+    /// The session's saved data is in the store and could not be had: not read first (a
+    /// reconnection must hand on the restoration data, never nothing), or found damaged.
+    case savedDataUnavailable(SessionID, reason: String)
 
     public var description: String {
         switch self {
@@ -17,6 +20,7 @@ public enum LifecycleError: Error, Sendable, Equatable, CustomStringConvertible 
         case .noSuchTask(let t): "no such background task: \(t)"
         case .invalidTransition(let t): t.description
         case .invalidArgument(let name, let reason): "invalid \(name): \(reason)"
+        case .savedDataUnavailable(let s, let reason): "the saved data of session \(s) is unavailable: \(reason)"
         }
     }
 }

@@ -46,10 +46,25 @@ public struct SceneSession: Sendable, Equatable {
                 createdAt: Timestamp, lastActiveAt: Timestamp, backgroundSince: Timestamp,
                 activations: UInt32, restores: UInt32, restoreCostMs: UInt32, isProtected: Bool,
                 activationScore: Double = 0) {
+        self.init(id: id, app: app, role: role, configurationName: configurationName, savedUserInfo: .held(userInfo),
+                  savedRestoration: .held(restoration), footprint: footprint, condition: condition,
+                  sceneState: sceneState, sceneInstance: sceneInstance, createdAt: createdAt,
+                  lastActiveAt: lastActiveAt, backgroundSince: backgroundSince, activations: activations,
+                  restores: restores, restoreCostMs: restoreCostMs, isProtected: isProtected,
+                  activationScore: activationScore)
+    }
+
+    /// A session whose payloads may be left in the store (a start-up that defers them).
+    public init(id: SessionID, app: AppID, role: SessionRole, configurationName: String,
+                savedUserInfo: SavedPayload<UserInfo>, savedRestoration: SavedPayload<RestorationData?>,
+                footprint: UInt64, condition: SessionCondition, sceneState: SceneActivationState,
+                sceneInstance: UInt32, createdAt: Timestamp, lastActiveAt: Timestamp, backgroundSince: Timestamp,
+                activations: UInt32, restores: UInt32, restoreCostMs: UInt32, isProtected: Bool,
+                activationScore: Double = 0) {
         self.id = id
         self.app = app
         self.role = role
-        details = SessionDetails.make(configurationName, userInfo, restoration)
+        details = SessionDetails.make(configurationName, savedUserInfo, savedRestoration)
         self.footprint = footprint
         self.condition = condition
         self.sceneState = sceneState
@@ -68,15 +83,35 @@ public struct SceneSession: Sendable, Equatable {
 
     public var configurationName: String { details.configurationName }
 
+    /// The held userInfo. A payload left in the store (`savedUserInfo` is `.stored`) is read
+    /// through the store first: asking for it here is a programming error and traps.
     public var userInfo: UserInfo {
-        get { details.userInfo }
-        set { details = SessionDetails.make(details.configurationName, newValue, details.restoration) }
+        get {
+            guard case .held(let v) = details.userInfo else { preconditionFailure("userInfo of \(id) is in the store") }
+            return v
+        }
+        set { details = SessionDetails.make(details.configurationName, .held(newValue), details.restoration) }
     }
 
+    /// The held restoration data; traps for data left in the store, as `userInfo` does.
     public var restoration: RestorationData? {
-        get { details.restoration }
-        set { details = SessionDetails.make(details.configurationName, details.userInfo, newValue) }
+        get {
+            guard case .held(let v) = details.restoration else {
+                preconditionFailure("the restoration data of \(id) is in the store")
+            }
+            return v
+        }
+        set { details = SessionDetails.make(details.configurationName, details.userInfo, .held(newValue)) }
     }
+
+    public var savedUserInfo: SavedPayload<UserInfo> { details.userInfo }
+    public var savedRestoration: SavedPayload<RestorationData?> { details.restoration }
+    /// Whether either payload is only in the store.
+    public var hasStoredPayload: Bool { details.userInfo.isStored || details.restoration.isStored }
+
+    /// Which saved data this session holds: what a commit wrote, to be released once it is
+    /// on disk if the session has not changed since (`LifecycleEngine.releaseSavedData`).
+    public var savedDataVersion: SavedDataVersion { SavedDataVersion(details: details) }
 
     /// Every stored field; the engine's internal slot does not count.
     public static func == (a: SceneSession, b: SceneSession) -> Bool {
@@ -127,29 +162,71 @@ public struct SceneSession: Sendable, Equatable {
 /// sessions with the default configuration, no userInfo and no restoration data hold one.
 final class SessionDetails: Sendable, Equatable {
     let configurationName: String
-    let userInfo: UserInfo
-    let restoration: RestorationData?
+    let userInfo: SavedPayload<UserInfo>
+    let restoration: SavedPayload<RestorationData?>
 
-    private init(_ configurationName: String, _ userInfo: UserInfo, _ restoration: RestorationData?) {
+    private init(_ configurationName: String, _ userInfo: SavedPayload<UserInfo>,
+                 _ restoration: SavedPayload<RestorationData?>) {
         self.configurationName = configurationName
         self.userInfo = userInfo
         self.restoration = restoration
     }
 
     /// What a session gets when it asks for nothing: a constant, not state.
-    static let standard = SessionDetails(ConnectRequest.defaultConfigurationName, .empty, nil)
+    static let standard = SessionDetails(ConnectRequest.defaultConfigurationName, .held(.empty), .held(nil))
 
     static func make(_ configurationName: String, _ userInfo: UserInfo, _ restoration: RestorationData?) -> SessionDetails {
-        if restoration == nil, userInfo == standard.userInfo, configurationName == standard.configurationName {
+        make(configurationName, .held(userInfo), .held(restoration))
+    }
+
+    static func make(_ configurationName: String, _ userInfo: SavedPayload<UserInfo>,
+                     _ restoration: SavedPayload<RestorationData?>) -> SessionDetails {
+        if restoration == standard.restoration, userInfo == standard.userInfo,
+           configurationName == standard.configurationName {
             return standard
         }
         return SessionDetails(configurationName, userInfo, restoration)
     }
 
     /// Without a restoration or userInfo: what interning may share among sessions.
-    var isPlain: Bool { restoration == nil && userInfo == Self.standard.userInfo }
+    var isPlain: Bool { restoration == Self.standard.restoration && userInfo == Self.standard.userInfo }
 
+    var hasLargeHeldPayload: Bool {
+        if self === Self.standard { return false }
+        let limit = SavedPayload<UserInfo>.inlineLimit
+        return (!userInfo.isStored && userInfo.byteCount > limit) || (!restoration.isStored && restoration.byteCount > limit)
+    }
+
+    /// These details with every held payload over the inline limit left to the store; `self`
+    /// when there is none.
+    func releasingLarge() -> SessionDetails {
+        var u = userInfo, r = restoration
+        if case .held = u, u.byteCount > SavedPayload<UserInfo>.inlineLimit { u = .stored(byteCount: u.byteCount) }
+        if case .held = r, r.byteCount > SavedPayload<UserInfo>.inlineLimit { r = .stored(byteCount: r.byteCount) }
+        if u == userInfo && r == restoration { return self }
+        return SessionDetails(configurationName, u, r)
+    }
+
+    /// These details with the store's copies of stored payloads put back in memory.
+    func holding(userInfo read: UserInfo, restoration readRestoration: RestorationData?) -> SessionDetails {
+        let u: SavedPayload<UserInfo> = userInfo.isStored ? .held(read) : userInfo
+        let r: SavedPayload<RestorationData?> = restoration.isStored ? .held(readRestoration) : restoration
+        return Self.make(configurationName, u, r)
+    }
+
+    /// Held payloads compare by value; stored ones by size only (their bytes are not here), and
+    /// a held payload never equals a stored one.
     static func == (a: SessionDetails, b: SessionDetails) -> Bool {
         a === b || (a.configurationName == b.configurationName && a.userInfo == b.userInfo && a.restoration == b.restoration)
     }
+}
+
+/// A session's details as a commit wrote them; compared by identity, since details are
+/// immutable and every change makes new ones (the reference keeps the object alive, so the
+/// identity cannot be reused while this exists).
+public struct SavedDataVersion: Sendable {
+    let details: SessionDetails
+
+    /// Whether releasing this version would leave anything to the store.
+    public var hasLargePayload: Bool { details.hasLargeHeldPayload }
 }

@@ -22,3 +22,42 @@ public enum RestorationData: Hashable, Sendable {
         }
     }
 }
+
+/// A session's userInfo or restoration data, either in memory or left in the store (SQLite),
+/// which then holds the only copy and is read when a caller needs it. A daemon with a hundred
+/// thousand sessions of 16 KiB of saved state holds their sizes, not their bytes.
+public enum SavedPayload<Value: Hashable & Sendable>: Hashable, Sendable {
+    case held(Value)
+    /// In the store; `byteCount` is what the payload's size fields report.
+    case stored(byteCount: Int)
+
+    /// Payloads up to this size stay in memory: reading them back would cost more than holding
+    /// them, and most sessions' userInfo (`{}`) is far smaller.
+    public static var inlineLimit: Int { 64 }
+
+    public var held: Value? {
+        if case .held(let v) = self { v } else { nil }
+    }
+
+    public var isStored: Bool {
+        if case .stored = self { true } else { false }
+    }
+}
+
+extension SavedPayload where Value == UserInfo {
+    public var byteCount: Int {
+        switch self {
+        case .held(let v): v.json.utf8.count
+        case .stored(let n): n
+        }
+    }
+}
+
+extension SavedPayload where Value == RestorationData? {
+    public var byteCount: Int {
+        switch self {
+        case .held(let v): v?.byteCount ?? 0
+        case .stored(let n): n
+        }
+    }
+}

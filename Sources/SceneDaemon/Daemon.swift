@@ -254,6 +254,7 @@ final class Daemon {
             service.publish(batch.events)
             manager.recycle(events: batch.events, commandStarts: batch.starts)
         }
+        manager.releaseSavedData()
     }
 
     /// Carries out what a commit settled.

@@ -78,7 +78,8 @@ public enum DaemonMain {
             store = try SceneStore(path: stateDirectory + "/" + DaemonPaths.databaseName,
                                    durability: settings.durability, eventLogCapacity: settings.eventLogSize,
                                    recover: recover)
-            let (tables, rows, failure) = try store.loadTables()
+            // Large payloads stay on disk; the loop reads them back when asked (SavedDataReader).
+            let (tables, rows, failure) = try store.loadTables(deferringPayloads: true)
             (quarantined, recordingFailure) = (rows, failure)
             // Consumed: the engine adopts the session table as it is, without a second copy.
             engine = try LifecycleEngine(configuration: settings.engineConfiguration, restoring: consume tables)
@@ -153,7 +154,8 @@ public enum DaemonMain {
                                   stateDirectory: stateDirectory, journal)
             // Consumed: kept here too, it would share the engine's tables for the daemon's life,
             // and the first change would copy them all (100 MB with a million sessions).
-            let manager = Manager(engine: consume engine, clock: DaemonClock(), writer: writer)
+            let manager = Manager(engine: consume engine, clock: DaemonClock(), writer: writer,
+                                  savedData: try SavedDataReader(path: store.path))
             _ = manager.quarantine.add(quarantined)
             manager.onQuarantine = { rows in for entry in QuarantineReport.entries(for: rows) { journal.send(entry) } }
             var effective = config

@@ -440,6 +440,10 @@ error NoSuchTask (token: string, message: string)
 error InvalidTransition (command: string, app: string, session: ?string, state: string, reason: string, message: string)
 # A parameter is well-typed but its value is unacceptable.
 error InvalidArgument (parameter: string, reason: string, message: string)
+# The session's userInfo or restoration data, kept in the store, could not be read back: its
+# stored row is damaged (reason says how). The session is otherwise served; SaveState and
+# SaveUserInfo write over the damaged data.
+error SavedDataUnavailable (session: string, reason: string, message: string)
 # The monitor asked for events older than the event log keeps.
 error EventsUnavailable (since: int, oldest: int, message: string)
 # The configuration has an error; nothing was changed.

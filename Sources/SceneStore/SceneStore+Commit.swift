@@ -75,12 +75,21 @@ extension SceneStore {
             s.bind(2, try ref(of: session.app, "session \(session.id)"))
             s.bind(3, StorageCodes.code(session.role))
             s.bind(4, try configurationRef(session.configurationName, db, st))
-            s.bind(5, text: session.userInfo.json)
-            switch session.restoration {
-            case nil: s.bindNull(6)
-            case .json(let text)?: s.bind(6, text: text)
-            case .bytes(let bytes)?: s.bind(6, blob: bytes)
+            // A payload only in the store is left as the row has it; the placeholder bound
+            // instead is never written over it.
+            switch session.savedUserInfo {
+            case .held(let info): s.bind(5, text: info.json)
+            case .stored: s.bind(5, text: UserInfo.empty.json)
             }
+            switch session.savedRestoration {
+            case .held(nil), .stored: s.bindNull(6)
+            case .held(.json(let text)?): s.bind(6, text: text)
+            case .held(.bytes(let bytes)?): s.bind(6, blob: bytes)
+            }
+            s.bind(19, UInt64(session.savedUserInfo.byteCount))
+            s.bind(20, UInt64(session.savedRestoration.byteCount))
+            s.bind(21, session.savedUserInfo.isStored)
+            s.bind(22, session.savedRestoration.isStored)
             s.bind(7, session.footprint)
             s.bind(8, StorageCodes.code(session.condition))
             s.bind(9, StorageCodes.code(session.sceneState))

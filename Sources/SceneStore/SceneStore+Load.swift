@@ -33,7 +33,11 @@ extension SceneStore {
     /// Counters are raised past anything found, quarantined rows included (logged events,
     /// session ids, pending discards, task tokens), so a sequence number or identifier is never
     /// handed out twice.
-    public func loadTables() throws(StoreError)
+    ///
+    /// `deferringPayloads`: userInfo and restoration data larger than
+    /// `SavedPayload.inlineLimit` are not read, only their sizes (`SavedPayload.stored`): the
+    /// daemon reads them when a caller needs them (`SavedDataReader`), and checks them then.
+    public func loadTables(deferringPayloads: Bool = false) throws(StoreError)
         -> (tables: EngineTables, quarantined: [QuarantinedRow], recordingFailure: StoreError?) {
         let (db, _) = try openConnection()
         var quarantined = dictionaryQuarantine
@@ -42,7 +46,8 @@ extension SceneStore {
         do throws(StoreError) {
             var floors = Floors()
             let (apps, quarantinedApps) = try loadApps(db, &quarantined, &floors)
-            let sessions = try loadSessions(db, quarantinedApps: quarantinedApps, &quarantined, &floors)
+            let sessions = try loadSessions(db, quarantinedApps: quarantinedApps, deferring: deferringPayloads,
+                                            &quarantined, &floors)
             let tasks = try loadTasks(db, sessions: sessions, quarantinedApps: quarantinedApps, &quarantined, &floors)
             let stored = try readCounters(db)
             loaded = (apps, sessions, tasks,
@@ -149,13 +154,20 @@ extension SceneStore {
     /// The hot path of start-up: a million rows in about a second (release build). App ids and
     /// configuration names come from the in-memory dictionaries by index, so every session shares
     /// one copy of each; only userInfo and restoration data are decoded (and checked) per row.
-    private func loadSessions(_ db: SQLiteConnection, quarantinedApps: Set<Int64>, _ quarantined: inout [QuarantinedRow],
-                              _ floors: inout Floors) throws(StoreError) -> SessionTable {
+    private func loadSessions(_ db: SQLiteConnection, quarantinedApps: Set<Int64>, deferring: Bool,
+                              _ quarantined: inout [QuarantinedRow], _ floors: inout Floors)
+        throws(StoreError) -> SessionTable {
         let count = try db.integer("SELECT count(*) FROM sessions", "counting sessions") ?? 0
+        // Deferred, a large payload reads as NULL: SQLite then never loads its overflow pages.
+        let limit = SavedPayload<UserInfo>.inlineLimit
+        let payloads = deferring
+            ? "CASE WHEN user_info_size <= \(limit) THEN user_info END, "
+                + "CASE WHEN restoration_size <= \(limit) THEN restoration END"
+            : "user_info, restoration"
         let s = try db.prepare("""
-            SELECT id, app, role, configuration, user_info, restoration, footprint, condition, scene_state,
+            SELECT id, app, role, configuration, \(payloads), footprint, condition, scene_state,
                    scene_instance, created_at, last_active_at, background_since, activations, restores,
-                   restore_cost_ms, protected, activation_score
+                   restore_cost_ms, protected, activation_score, user_info_size, restoration_size
             FROM sessions ORDER BY id
             """, persistent: false, "loading sessions")
         defer { s.finalize() }
@@ -185,8 +197,22 @@ extension SceneStore {
             } else {
                 check.fail("configuration reference \(configurationRef) names no configuration")
             }
-            let userInfo = check.jsonObject(4, "user_info")
-            let restoration = check.restoration(5, "restoration")
+            var userInfo: SavedPayload<UserInfo>
+            var restoration: SavedPayload<RestorationData?>
+            if deferring {
+                let userInfoSize = check.integer(18, "user_info_size")
+                let restorationSize = check.integer(19, "restoration_size")
+                if check.isValid && (userInfoSize < 0 || restorationSize < 0) {
+                    check.fail("a payload size is negative (\(userInfoSize), \(restorationSize))")
+                }
+                userInfo = userInfoSize > limit ? .stored(byteCount: Int(userInfoSize))
+                    : .held(UserInfo(json: check.jsonObject(4, "user_info")))
+                restoration = restorationSize > limit ? .stored(byteCount: Int(restorationSize))
+                    : .held(check.restoration(5, "restoration"))
+            } else {
+                userInfo = .held(UserInfo(json: check.jsonObject(4, "user_info")))
+                restoration = .held(check.restoration(5, "restoration"))
+            }
             let footprint = check.unsigned(6, "footprint")
             let conditionCode = check.integer(7, "condition")
             let condition = StorageCodes.storedCondition(conditionCode)
@@ -213,7 +239,7 @@ extension SceneStore {
             // Keys are the table's primary key: each id comes once.
             sessions[SessionID(UInt64(key))] = SceneSession(
                 id: SessionID(UInt64(key)), app: app!, role: role!, configurationName: configuration,
-                userInfo: UserInfo(json: userInfo), restoration: restoration, footprint: footprint,
+                savedUserInfo: userInfo, savedRestoration: restoration, footprint: footprint,
                 condition: condition!, sceneState: sceneState!, sceneInstance: sceneInstance, createdAt: createdAt,
                 lastActiveAt: lastActiveAt, backgroundSince: backgroundSince, activations: activations,
                 restores: restores, restoreCostMs: restoreCost, isProtected: isProtected, activationScore: s.double(17))

@@ -10,7 +10,7 @@ enum Schema {
 
     static var currentVersion: Int { migrations.count }
 
-    static let migrations: [String] = [version1, version2, version3]
+    static let migrations: [String] = [version1, version2, version3, version4]
 
     /// Version 1, the first layout: apps keyed by their text identifier, and every session, task
     /// and event repeating its app's identifier and (sessions) its configuration name as text.
@@ -194,6 +194,45 @@ enum Schema {
             evidence TEXT NOT NULL,
             PRIMARY KEY (table_name, row_key)
         );
+        """
+
+    /// Version 4: each session's userInfo and restoration sizes, in bytes, and the payloads
+    /// moved to the end of the row. The daemon leaves large payloads in the store and loads only
+    /// their sizes, which listings report (SQLite's length() of text counts characters and reads
+    /// the whole value, so the sizes are kept beside the payloads). A record's values are stored
+    /// in column order, and a 16 KiB payload spills into overflow pages: any column after it can
+    /// only be reached by reading that chain, so every fixed-size column comes first.
+    static let version4 = """
+        CREATE TABLE sessions_v4 (
+            id INTEGER PRIMARY KEY,
+            app INTEGER NOT NULL,
+            role INTEGER NOT NULL,
+            configuration INTEGER NOT NULL,
+            footprint INTEGER NOT NULL,
+            condition INTEGER NOT NULL CHECK (condition IN (0, 1)),
+            scene_state INTEGER NOT NULL,
+            scene_instance INTEGER NOT NULL,
+            created_at INTEGER NOT NULL,
+            last_active_at INTEGER NOT NULL,
+            background_since INTEGER NOT NULL,
+            activations INTEGER NOT NULL,
+            restores INTEGER NOT NULL,
+            restore_cost_ms INTEGER NOT NULL,
+            protected INTEGER NOT NULL,
+            activation_score REAL,
+            user_info_size INTEGER NOT NULL,
+            restoration_size INTEGER NOT NULL,
+            user_info TEXT NOT NULL,
+            restoration BLOB
+        );
+        INSERT INTO sessions_v4
+            SELECT id, app, role, configuration, footprint, condition, scene_state, scene_instance, created_at,
+                   last_active_at, background_since, activations, restores, restore_cost_ms, protected,
+                   activation_score, coalesce(length(CAST(user_info AS BLOB)), 0),
+                   coalesce(length(CAST(restoration AS BLOB)), 0), user_info, restoration
+            FROM sessions ORDER BY id;
+        DROP TABLE sessions;
+        ALTER TABLE sessions_v4 RENAME TO sessions;
         """
 }
 

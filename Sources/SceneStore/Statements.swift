@@ -43,14 +43,20 @@ struct Statements {
                 base_footprint = excluded.base_footprint
             """)
         insertConfiguration = try prepare("INSERT INTO configurations (ref, name) VALUES (?1, ?2)")
+        // ?21 and ?22: the session's userInfo or restoration data is only in the store (not held
+        // by the engine), so the row keeps its own; a change of state then rewrites no payload.
         upsertSession = try prepare("""
             INSERT INTO sessions (id, app, role, configuration, user_info, restoration, footprint, condition,
                                   scene_state, scene_instance, created_at, last_active_at, background_since,
-                                  activations, restores, restore_cost_ms, protected, activation_score)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+                                  activations, restores, restore_cost_ms, protected, activation_score,
+                                  user_info_size, restoration_size)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)
             ON CONFLICT (id) DO UPDATE SET
                 app = excluded.app, role = excluded.role, configuration = excluded.configuration,
-                user_info = excluded.user_info, restoration = excluded.restoration, footprint = excluded.footprint,
+                user_info = CASE WHEN ?21 THEN user_info ELSE excluded.user_info END,
+                restoration = CASE WHEN ?22 THEN restoration ELSE excluded.restoration END,
+                user_info_size = excluded.user_info_size, restoration_size = excluded.restoration_size,
+                footprint = excluded.footprint,
                 condition = excluded.condition, scene_state = excluded.scene_state,
                 scene_instance = excluded.scene_instance, created_at = excluded.created_at,
                 last_active_at = excluded.last_active_at, background_since = excluded.background_since,

@@ -12,6 +12,9 @@ enum Tuning {
     /// them all would keep that much in the daemon for little gain: a miss is one pread from the
     /// kernel's page cache. load() releases what its full scan brought in.
     static let cacheSizeKiB = -16384
+    /// The saved-data reader's page cache: a point read touches a few b-tree pages and the
+    /// payload's overflow pages, read once; the kernel caches them anyway.
+    static let readerCacheKiB = 1024
     /// The event log is trimmed once it holds this fraction of its capacity too many, so a trim
     /// deletes a long run of rows at once instead of a few rows per commit.
     static func trimSlack(capacity: Int) -> Int { max(capacity / 8, 64) }

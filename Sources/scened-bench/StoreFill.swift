@@ -9,7 +9,10 @@ import SceneStore
 /// every session. Only the socket round trips are skipped: ~20 s for a million over Connect.
 /// Each scene declares 100 kB: a million (100 GB) stay far below the bench's MemoryBudget=1T, which
 /// 10 MB would exceed; the first pass would reclaim, and that, not the restore, would be measured.
-func fillStore(stateDirectory: String, count: Int, archived: Bool) throws -> Double {
+///
+/// `restorationBytes`: each session also saves state-restoration data of that size (JSON), as a
+/// scene's SaveState would, before the apps are terminated.
+func fillStore(stateDirectory: String, count: Int, archived: Bool, restorationBytes: Int = 0) throws -> Double {
     let start = now()
     mkdir(stateDirectory, 0o700)
     let store = try SceneStore(path: stateDirectory + "/scened.db", durability: .off)
@@ -20,14 +23,20 @@ func fillStore(stateDirectory: String, count: Int, archived: Bool) throws -> Dou
     var engine = try LifecycleEngine(restoring: store.load())
     let apps = (0..<100).map { AppID("com.example.app\($0)")! }
     var effects: [Effect] = []
+    let restoration: RestorationData? = restorationBytes > 0
+        ? .json(#"{"s":""# + String(repeating: "r", count: max(restorationBytes - 8, 0)) + #""}"#) : nil
     func flush() throws {
         guard !effects.isEmpty else { return }
         try store.commit(StoreBatch(effects: effects, engine: engine))
         effects.removeAll(keepingCapacity: true)
     }
     for i in 0..<count {
-        try engine.handle(.connect(ConnectRequest(app: apps[i % apps.count], footprint: 100_000, background: true)),
-                          now: clock, effects: &effects)
+        let result = try engine.handle(.connect(ConnectRequest(app: apps[i % apps.count], footprint: 100_000,
+                                                               background: true)),
+                                       now: clock, effects: &effects)
+        if let restoration, case .session(let id) = result {
+            try engine.handle(.saveState(id, restoration), now: clock, effects: &effects)
+        }
         if effects.count >= 50_000 { try flush() }
     }
     try flush()

@@ -25,6 +25,7 @@ func stringOption(_ name: String, _ fallback: String) -> String {
 let seconds = Double(option("--seconds", 3))
 let sessionCount = option("--sessions", 100_000)
 let bigCount = option("--startup-sessions", 1_000_000)
+let savedCount = option("--saved-sessions", 100_000)
 
 /// The daemon binary next to this one.
 let binary: String = {
@@ -291,6 +292,7 @@ do {
     case "startup": try startupFigures()
     case "logging": try loggingFigures()
     case "stored": try storedFigures()
+    case "saved": try savedFigures()
     case "fill":
         // A store to start scened on by hand (profiling): --state-dir D [--startup-sessions N] [--archived].
         let dir = stringOption("--state-dir", "")
@@ -310,6 +312,7 @@ do {
         try durableFigures()
         try startupFigures()
         try storedFigures()
+        try savedFigures()
         try loggingFigures()
         try fairnessFigures()
         try hostileFigures()
@@ -317,7 +320,7 @@ do {
         try processFigures()
         try launchFigures()
     default:
-        say("usage: scened-bench [daemon|list|durable|startup|stored|fill|logging|fairness|hostile|hostile-monitors|apps|processes|launch|all] [--seconds S] [--sessions N] [--startup-sessions N] [fill: --state-dir D --archived] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [processes: --rounds N] [launch: --rounds N --copies K --hold-mib M]")
+        say("usage: scened-bench [daemon|list|durable|startup|stored|saved|fill|logging|fairness|hostile|hostile-monitors|apps|processes|launch|all] [--seconds S] [--sessions N] [--startup-sessions N] [--saved-sessions N] [fill: --state-dir D --archived] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [processes: --rounds N] [launch: --rounds N --copies K --hold-mib M]")
         exit(2)
     }
 } catch {

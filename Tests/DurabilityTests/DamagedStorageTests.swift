@@ -60,8 +60,10 @@ struct DamagedStorageTests {
         try first.stop()
         let inspector = try DatabaseInspector(directory: workspace.path)
         // s5 is the highest: with the counter lowered too, only its damaged row holds its id.
+        // s2's userInfo is small (its size says so), so start-up reads and checks it; a large
+        // one is left in the store and checked when read (SavedDataTests).
         try inspector.damage(workspace.databasePath, """
-            UPDATE sessions SET user_info = '{"i": 1, "pad": "dd' WHERE id = 2;
+            UPDATE sessions SET user_info = '{"i": 1, "pad"', user_info_size = 13 WHERE id = 2;
             UPDATE sessions SET scene_state = 9 WHERE id = 5;
             UPDATE counters SET next_session = 5;
             """)

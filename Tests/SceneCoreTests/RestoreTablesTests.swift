@@ -87,7 +87,7 @@ import Testing
             let s = { (id: SessionID) in engine.sessions[id]!.details }
             #expect(s(a) === SessionDetails.standard && s(b) === SessionDetails.standard)
             #expect(s(c) === s(d) && s(c).configurationName == "Editor")
-            #expect(s(e) !== SessionDetails.standard && s(e).userInfo.json == #"{"k":1}"#)
+            #expect(s(e) !== SessionDetails.standard && s(e).userInfo == .held(UserInfo(json: #"{"k":1}"#)))
         }
         // A change makes new details for that session only; undone, it is the default again.
         h.steps(.saveState(a, .json(#"{"r":1}"#)))

@@ -65,8 +65,8 @@ import Varlink
     private func general(_ s: SceneSession) -> String {
         var w = JSONWriter()
         w.beginArray()
-        w.session(s, privateData: false)
-        w.session(s, privateData: false)
+        w.session(s, payloads: nil)
+        w.session(s, payloads: nil)
         w.endArray()
         return String(decoding: w.bytes, as: UTF8.self)
     }

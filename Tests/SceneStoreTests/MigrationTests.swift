@@ -163,6 +163,12 @@ import SceneCore
             expectStoredState(try store.load(), equals: Self.expectedSnapshot)
             #expect(try store.events(after: 0, limit: 100) == Self.expectedEvents)
             #expect(try store.integrityCheck() == ["ok"])
+            // Version 4 filled in the payload sizes (bytes, as the engine counts them).
+            for s in Self.expectedSnapshot.sessions {
+                let sizes = try store.connection!.integer(
+                    "SELECT user_info_size * 100000 + restoration_size FROM sessions WHERE id = \(s.id.rawValue)", "test")
+                #expect(sizes == Int64(s.userInfo.json.utf8.count * 100_000 + (s.restoration?.byteCount ?? 0)), "\(s.id)")
+            }
             // The migrated data restores into an engine.
             _ = try LifecycleEngine(restoring: try store.load())
 

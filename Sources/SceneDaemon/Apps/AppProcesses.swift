@@ -72,7 +72,18 @@ extension ManagerVarlink {
             w.field("role", static: s.role.staticName)
             w.field("configuration", s.configurationName)
             w.key(static: "userInfo")
-            w.raw(s.userInfo.json)
+            // Held while the batch's events go out; a backlog event may have to read it back.
+            switch s.savedUserInfo {
+            case .held(let info):
+                w.raw(info.json)
+            case .stored:
+                do {
+                    w.raw(try manager.savedPayloads(of: s).userInfo.json)
+                } catch {
+                    appLog(.err, s.app, "\(s.app)'s \(e.name) for \(id) went out without its userInfo: \(error)")
+                    w.raw(UserInfo.empty.json)
+                }
+            }
         }
         if let deadline {
             w.field("deadline", deadline)

@@ -38,10 +38,21 @@ final class Manager {
     /// What to publish when the batch in flight is committed.
     private var inFlight: (events: [LifecycleEvent], commandStarts: [Int], nextSequence: UInt64)?
 
-    init(engine: LifecycleEngine, clock: DaemonClock, writer: StoreWriter?, recentCapacity: Int = 4096) {
+    /// Reads the payloads the engine left in the store; nil without a store (nothing is then
+    /// ever left there).
+    let savedData: SavedDataReader?
+    /// Sessions of the batch in flight whose large payloads the commit writes: once it is on
+    /// disk they are left to the store.
+    private var releasableInFlight: [(id: SessionID, version: SavedDataVersion)] = []
+    /// Committed, to be released once the batch's events are delivered (`releaseSavedData`).
+    private var releasable: [(id: SessionID, version: SavedDataVersion)] = []
+
+    init(engine: LifecycleEngine, clock: DaemonClock, writer: StoreWriter?, savedData: SavedDataReader? = nil,
+         recentCapacity: Int = 4096) {
         self.engine = engine
         self.clock = clock
         self.writer = writer
+        self.savedData = writer == nil ? nil : savedData
         recent = RecentEvents(capacity: recentCapacity)
         committedNextSequence = engine.nextSequence
         effects.reserveCapacity(64)
@@ -55,6 +66,12 @@ final class Manager {
         let start = pending.events.count
         pending.commandStarts.append(start)
         effects.removeAllKeepingOrdinaryCapacity()
+        // A reconnection hands the saved restoration data to willConnectTo: read it back first.
+        if case .activate(let id) = command, let s = engine.sessions[id], s.condition == .archived,
+           s.hasStoredPayload {
+            let (userInfo, restoration) = try savedPayloads(of: s)
+            engine.holdSavedData(id, userInfo: userInfo, restoration: restoration)
+        }
         do {
             let result = try engine.handle(command, now: now, effects: &effects)
             pending.absorb(effects)
@@ -117,6 +134,11 @@ final class Manager {
                 return published(number: number, events: events, commandStarts: starts, nextSequence: engine.nextSequence)
             }
             inFlight = (events, starts, engine.nextSequence)
+            if savedData != nil {
+                for s in batch.sessions where s.savedDataVersion.hasLargePayload {
+                    releasableInFlight.append((s.id, s.savedDataVersion))
+                }
+            }
             writer.submit(batch, number: number)
             return .nothing
         }
@@ -138,12 +160,16 @@ final class Manager {
         if case .success = result { succeeded = true } else { succeeded = false }
         switch pipeline.commitFinished(succeeded: succeeded) {
         case .settle(let through):
+            releasable.append(contentsOf: releasableInFlight)
+            releasableInFlight.removeAll(keepingCapacity: true)
             return published(number: through, events: flight.events, commandStarts: flight.commandStarts,
                              nextSequence: flight.nextSequence)
         case .fail(let through):
             // The batch was not kept, and what was gathered since built on it: drop both and go
             // back to the last committed state, so memory never holds what the disk does not.
             pending.removeAll()
+            releasableInFlight.removeAll()
+            releasable.removeAll()
             reloadAfterFailedCommit()
             committedNextSequence = engine.nextSequence
             guard case .failure(let error) = result else { return .nothing }
@@ -198,7 +224,8 @@ final class Manager {
         guard let writer else { return }
         do {
             // Tables, as at start-up: the engine adopts them (no array beside the dictionary).
-            let (tables, quarantined, _) = try writer.withStore { try $0.loadTables() }
+            let deferring = savedData != nil
+            let (tables, quarantined, _) = try writer.withStore { try $0.loadTables(deferringPayloads: deferring) }
             engine = try LifecycleEngine(configuration: engine.configuration, restoring: consume tables)
             noteQuarantined(quarantined)
         } catch {
@@ -255,6 +282,41 @@ final class Manager {
 }
 
 extension Manager {
+    /// A session's userInfo and restoration data: the engine's, or the store's copy of what the
+    /// engine left there (a point read on the loop: the row's pages are usually in the kernel's
+    /// cache, and a read is tens of microseconds for 16 KiB). Damage is the caller's error.
+    func savedPayloads(of s: SceneSession) throws(LifecycleError) -> (userInfo: UserInfo, restoration: RestorationData?) {
+        if case .held(let userInfo) = s.savedUserInfo, case .held(let restoration) = s.savedRestoration {
+            return (userInfo, restoration)
+        }
+        guard let savedData else {
+            throw .savedDataUnavailable(s.id, reason: "it is in no store this daemon can read")
+        }
+        do throws(StoreError) {
+            let userInfo: UserInfo
+            if case .held(let held) = s.savedUserInfo { userInfo = held } else { userInfo = try savedData.userInfo(s.id) }
+            let restoration: RestorationData?
+            if case .held(let held) = s.savedRestoration {
+                restoration = held
+            } else {
+                restoration = try savedData.restoration(s.id)
+            }
+            return (userInfo, restoration)
+        } catch {
+            Diagnostics.error("reading the saved data of \(s.id): \(error)")
+            throw .savedDataUnavailable(s.id, reason: error.message)
+        }
+    }
+
+    /// Leaves to the store the large payloads that committed batches wrote, unless their
+    /// sessions changed since. After the batches' events are delivered: an app's event carries
+    /// the session's userInfo, which is then still at hand.
+    func releaseSavedData() {
+        guard !releasable.isEmpty else { return }
+        for (id, version) in releasable { engine.releaseSavedData(id, committed: version) }
+        releasable.removeAll(keepingCapacity: releasable.count <= KeptCapacity.elements)
+    }
+
     private func noteQuarantined(_ rows: [QuarantinedRow]) {
         let new = quarantine.add(rows)
         if !new.isEmpty { onQuarantine?(new) }

@@ -3,7 +3,7 @@ import SceneCore
 import Varlink
 
 extension JSONWriter {
-    /// A session as listings show it: the same bytes as `session(s, privateData: false)`, made
+    /// A session as listings show it: the same bytes as `session(s, payloads: nil)`, made
     /// in one go on the stack and appended once. A listing of 100,000 sessions spent more on
     /// appending each key, value and comma to the reply buffer (a capacity and uniqueness
     /// check and a copy every time) than on anything else of the daemon's.
@@ -13,7 +13,7 @@ extension JSONWriter {
         configuration.withUTF8 { name in
             // Escaping is the general writer's business; names needing it are rare.
             guard !name.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
-                session(s, privateData: false)
+                session(s, payloads: nil)
                 return
             }
             app.withUTF8 { appID in
@@ -34,9 +34,9 @@ extension JSONWriter {
                     out.put(#"","state":""#)
                     out.put(s.sceneState.staticName)
                     out.put(#"","userInfoSize":"#)
-                    out.decimal(UInt64(s.userInfo.json.utf8.count))
+                    out.decimal(UInt64(s.savedUserInfo.byteCount))
                     out.put(#","restorationSize":"#)
-                    out.decimal(UInt64(s.restoration?.byteCount ?? 0))
+                    out.decimal(UInt64(s.savedRestoration.byteCount))
                     out.put(#","footprint":"#)
                     out.decimal(s.footprint)
                     out.put(s.isProtected ? #","protected":true,"restoreCostMs":"# : #","protected":false,"restoreCostMs":"#)

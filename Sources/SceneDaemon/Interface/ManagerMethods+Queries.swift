@@ -8,10 +8,11 @@ extension ManagerVarlink {
         let id = try c.p.session()
         guard let s = manager.engine.sessions[id] else { throw commandError(lookupFailure(id)) }
         let visible = policy.maySeePrivateData(c.caller, app: s.app)
+        let payloads = visible ? try sessionPayloads(id) : nil
         reply(c) { w in
             if let s = self.manager.engine.sessions[id] {
                 w.key("session")
-                w.session(s, privateData: visible, marksWithheld: !visible)
+                w.session(s, payloads: payloads, marksWithheld: !visible)
             }
         }
     }

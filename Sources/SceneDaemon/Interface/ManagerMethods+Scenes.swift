@@ -16,7 +16,7 @@ extension ManagerVarlink {
         if let cost = try p.count32("restoreCostMs") { request.restoreCostMs = cost }
         let (result, events) = try run(.connect(request))
         guard case .session(let id) = result else { return }
-        replySessionAndEvents(id, events, c)
+        try replySessionAndEvents(id, events, c)
     }
 
     func activate(_ c: MethodCall) throws(VarlinkError) { try runOnSession(try c.p.session(), c) { .activate($0) } }
@@ -34,33 +34,33 @@ extension ManagerVarlink {
     func saveState(_ c: MethodCall) throws(VarlinkError) {
         let id = try c.p.session()
         _ = try run(.saveState(id, try checkedRestoration(try c.p.restoration("restoration"))))
-        replySession(id, c)
+        try replySession(id, c)
     }
 
     func saveUserInfo(_ c: MethodCall) throws(VarlinkError) {
         let id = try c.p.session()
         guard let text = try c.p.objectText("userInfo") else { throw .invalidParameter("userInfo") }
         _ = try run(.saveUserInfo(id, UserInfo(json: try checkedUserInfo(text))))
-        replySession(id, c)
+        try replySession(id, c)
     }
 
     func setFootprint(_ c: MethodCall) throws(VarlinkError) {
         let id = try c.p.session()
         guard let bytes = try c.p.count("footprint") else { throw .invalidParameter("footprint") }
         _ = try run(.setFootprint(id, bytes))
-        replySession(id, c)
+        try replySession(id, c)
     }
 
     func setProtected(_ c: MethodCall) throws(VarlinkError) {
         let id = try c.p.session()
         guard let flag = c.p.bool("protected") else { throw .invalidParameter("protected") }
         _ = try run(.setProtected(id, flag))
-        replySession(id, c)
+        try replySession(id, c)
     }
 
     /// A scene change on one session: the reply carries the session as it now is.
     private func runOnSession(_ id: SessionID, _ c: MethodCall, _ command: (SessionID) -> Command) throws(VarlinkError) {
         let (_, events) = try run(command(id))
-        replySessionAndEvents(id, events, c)
+        try replySessionAndEvents(id, events, c)
     }
 }

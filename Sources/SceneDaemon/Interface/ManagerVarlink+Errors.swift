@@ -27,6 +27,8 @@ extension ManagerVarlink {
             (name, fields) = ("InvalidTransition", f)
         case .invalidArgument(let parameter, let reason):
             (name, fields) = ("InvalidArgument", [("parameter", .string(parameter)), ("reason", .string(reason))])
+        case .savedDataUnavailable(let id, let reason):
+            (name, fields) = ("SavedDataUnavailable", [("session", .string(id.description)), ("reason", .string(reason))])
         }
         var parameters = JSONObject(fields)
         parameters["message"] = .string(error.description)

@@ -72,16 +72,30 @@ extension ManagerVarlink {
         conn.holdError(batch: manager.gathering, error)
     }
 
-    func replySession(_ id: SessionID, _ c: MethodCall) {
+    /// The session as the reply shows it, with its payloads (read from the store if the engine
+    /// left them there); a damaged stored payload fails the reply, not the daemon.
+    func replySession(_ id: SessionID, _ c: MethodCall) throws(VarlinkError) {
+        let payloads = try sessionPayloads(id)
         reply(c) { w in
-            if let s = self.manager.engine.sessions[id] { w.key("session"); w.session(s) }
+            if let s = self.manager.engine.sessions[id] { w.key("session"); w.session(s, payloads: payloads) }
         }
     }
 
-    func replySessionAndEvents(_ id: SessionID, _ events: Range<Int>, _ c: MethodCall) {
+    func replySessionAndEvents(_ id: SessionID, _ events: Range<Int>, _ c: MethodCall) throws(VarlinkError) {
+        let payloads = try sessionPayloads(id)
         reply(c) { w in
-            if let s = self.manager.engine.sessions[id] { w.key("session"); w.session(s) }
+            if let s = self.manager.engine.sessions[id] { w.key("session"); w.session(s, payloads: payloads) }
             w.events(self.manager.pending.events[events])
+        }
+    }
+
+    /// nil when there is no such session (the reply then has none).
+    func sessionPayloads(_ id: SessionID) throws(VarlinkError) -> (userInfo: UserInfo, restoration: RestorationData?)? {
+        guard let s = manager.engine.sessions[id] else { return nil }
+        do {
+            return try manager.savedPayloads(of: s)
+        } catch {
+            throw commandError(error)
         }
     }
 

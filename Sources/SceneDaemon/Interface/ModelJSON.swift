@@ -29,10 +29,12 @@ extension JSONWriter {
         endObject()
     }
 
-    /// `privateData: false` leaves out userInfo and the restoration data (listings, callers
-    /// who may not see them): their sizes say what there is. `marksWithheld` says they were
-    /// left out because the caller may not see them.
-    mutating func session(_ s: SceneSession, privateData: Bool = true, marksWithheld: Bool = false) {
+    /// `payloads`: the session's userInfo and restoration data (`Manager.savedPayloads`, which
+    /// reads them from the store when the engine left them there); nil leaves them out
+    /// (listings, callers who may not see them): their sizes say what there is.
+    /// `marksWithheld` says they were left out because the caller may not see them.
+    mutating func session(_ s: SceneSession, payloads: (userInfo: UserInfo, restoration: RestorationData?)?,
+                          marksWithheld: Bool = false) {
         beginObject()
         field("id", s.id)
         field("app", s.app)
@@ -40,17 +42,17 @@ extension JSONWriter {
         field("configuration", s.configurationName)
         field("condition", static: s.condition.staticName)
         field("state", static: s.sceneState.staticName)
-        if privateData {
+        if let payloads {
             key(static: "userInfo")
-            raw(s.userInfo.json)
-            if let r = s.restoration {
+            raw(payloads.userInfo.json)
+            if let r = payloads.restoration {
                 key(static: "restoration")
                 restoration(r)
             }
         }
         if marksWithheld { field("withheld", true) }
-        field("userInfoSize", UInt64(s.userInfo.json.utf8.count))
-        field("restorationSize", UInt64(s.restoration?.byteCount ?? 0))
+        field("userInfoSize", UInt64(s.savedUserInfo.byteCount))
+        field("restorationSize", UInt64(s.savedRestoration.byteCount))
         field("footprint", s.footprint)
         field("protected", s.isProtected)
         field("restoreCostMs", UInt64(s.restoreCostMs))

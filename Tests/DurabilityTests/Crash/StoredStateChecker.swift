@@ -56,7 +56,7 @@ struct StoredStateChecker {
             }
             return (0, 0)
         }
-        guard dump.userVersion == 3 else { throw fail("user_version is \(dump.userVersion), expected 3") }
+        guard dump.userVersion == 4 else { throw fail("user_version is \(dump.userVersion), expected 4") }
 
         // The event log: contiguous from 1, old rows unchanged, the counter right after it.
         if let lo = dump.eventMin, let hi = dump.eventMax {
