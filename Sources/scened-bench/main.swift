@@ -294,10 +294,11 @@ do {
     case "stored": try storedFigures()
     case "saved": try savedFigures()
     case "fill":
-        // A store to start scened on by hand (profiling): --state-dir D [--startup-sessions N] [--archived].
+        // A store to start scened on by hand (profiling): --state-dir D [--startup-sessions N] [--archived] [--restoration-bytes B].
         let dir = stringOption("--state-dir", "")
         guard !dir.isEmpty else { throw BenchError("fill needs --state-dir DIR") }
-        let t = try fillStore(stateDirectory: dir, count: bigCount, archived: arguments.contains("--archived"))
+        let t = try fillStore(stateDirectory: dir, count: bigCount, archived: arguments.contains("--archived"),
+                              restorationBytes: option("--restoration-bytes", 0))
         say("filled \(dir) with \(bigCount) sessions in \(ms(t))")
     case "fairness": try fairnessFigures()
     case "hostile": try hostileFigures()
@@ -320,7 +321,7 @@ do {
         try processFigures()
         try launchFigures()
     default:
-        say("usage: scened-bench [daemon|list|durable|startup|stored|saved|fill|logging|fairness|hostile|hostile-monitors|apps|processes|launch|all] [--seconds S] [--sessions N] [--startup-sessions N] [--saved-sessions N] [fill: --state-dir D --archived] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [processes: --rounds N] [launch: --rounds N --copies K --hold-mib M]")
+        say("usage: scened-bench [daemon|list|durable|startup|stored|saved|fill|logging|fairness|hostile|hostile-monitors|apps|processes|launch|all] [--seconds S] [--sessions N] [--startup-sessions N] [--saved-sessions N] [fill: --state-dir D --archived --restoration-bytes B] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [processes: --rounds N] [launch: --rounds N --copies K --hold-mib M]")
         exit(2)
     }
 } catch {
