@@ -53,7 +53,8 @@ final class Manager {
         self.clock = clock
         self.writer = writer
         self.savedData = writer == nil ? nil : savedData
-        recent = RecentEvents(capacity: recentCapacity)
+        // Without a store the ring is the only backlog there is: bounded by count alone.
+        recent = RecentEvents(capacity: recentCapacity, payloadBudget: writer == nil ? .max : 4 << 20)
         committedNextSequence = engine.nextSequence
         effects.reserveCapacity(64)
     }
