@@ -26,7 +26,9 @@ func fairnessFigures() throws {
         }),
     ]
     var worst = Double.infinity
-    for load in loads {
+    // --loads ac, --clients w: a part of the run, to look into one case.
+    let loadFilter = stringOption("--loads", "abc"), clientFilter = stringOption("--clients", "sw")
+    for (index, load) in loads.enumerated() where loadFilter.contains(["a", "b", "c"][index]) {
         let dir = makeDirectory()
         defer { removeTree(dir) }
         let daemon = BenchDaemon(binary: binary, directory: dir)
@@ -42,7 +44,8 @@ func fairnessFigures() throws {
         var abusiveCalls = 0
         var cpuSeconds = 0.0, abusedSeconds = 0.0
         for (label, rate) in [("sequential", { try sequential.rate(over: window) }),
-                              ("windowed  ", { try windowedRate(daemon, windowScript, over: window) })] as [(String, () throws -> (perSecond: Double, stalled: Bool))] {
+                              ("windowed  ", { try windowedRate(daemon, windowScript, over: window) })] as [(String, () throws -> (perSecond: Double, stalled: Bool))]
+            where clientFilter.contains(label.first!) {
             var alone = [try rate().perSecond]
             var beside: [Double] = []
             var stalled = false

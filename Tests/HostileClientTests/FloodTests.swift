@@ -65,6 +65,37 @@ extension HostileClientTests {
             }
         }
 
+        /// A client that connects while another floods must be accepted and answered as soon as
+        /// any call is: the listening socket was dispatched at the pass's own priority, and the
+        /// pass, re-requesting itself while the flooder had calls queued, kept it waiting (about
+        /// a second per connection in the release build, 60–90 ms beside a slower flooder).
+        @Test("20 clients connecting one after another beside a oneway flood: each is answered within 0.5 s of connecting")
+        func newcomersBesideAFlood() throws {
+            let daemon = try DaemonProcess.hostile()
+            let session = try daemon.call("Connect", ["app": "org.example.flood", "background": true])["session"]?["id"]?.stringValue ?? "?"
+            let flood = BackgroundLoad.onewayFlood(socket: daemon.socketPath,
+                                                   calls: [framed("Activate", ["session": .string(session)], oneway: true),
+                                                           framed("Background", ["session": .string(session)], oneway: true)],
+                                                   seconds: 30)
+            #expect(flood.waitStarted(seconds: 5), "\(flood.report)")
+            sleepMilliseconds(300)
+            var waits: [Double] = []
+            for _ in 0..<20 {
+                let start = monotonicSeconds()
+                let newcomer = try RawConnection(path: daemon.socketPath)
+                try newcomer.send(framed("GetStatus"))
+                let reply = try newcomer.receiveMessage(timeout: 10)
+                waits.append(monotonicSeconds() - start)
+                #expect(reply.flatMap(parseObject)?.errorName == nil, "a newcomer got \(reply.map { String(decoding: $0.prefix(200), as: UTF8.self) } ?? "no reply")")
+                newcomer.close()
+            }
+            let report = flood.stop()
+            #expect(report.callsSent > 0, "the flood never got going: \(report)")
+            let slowest = waits.max() ?? 0
+            #expect(slowest < 0.5, "newcomers waited \(waits.map { Int($0 * 1000) }) ms for their first reply beside the flood")
+            try daemon.assertServing("after the newcomers")
+        }
+
         @Test("a flood of oneway Connects leaves the bystander ≥ 10 % of its rate alone")
         func onewayConnectFlood() throws {
             let daemon = try DaemonProcess.hostile()

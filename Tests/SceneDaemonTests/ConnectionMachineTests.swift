@@ -222,7 +222,7 @@ struct ConnectionMachineTests {
         #expect(m.on(.wrote(bytes: 10)) == .close)
     }
 
-    @Test("budgets: big passes alone; while an interactive client competes, small passes and a per-batch cap; fresh after passBegan and batchBegan")
+    @Test("budgets: big passes and batches alone; while an interactive client competes, small passes and a per-batch cap; fresh after passBegan and batchBegan")
     func budgets() {
         let budget = M.Budget()
         var m = M(now: Self.t0)
@@ -230,7 +230,16 @@ struct ConnectionMachineTests {
         for _ in 0..<budget.callsPerPassAlone { _ = m.on(.callHandled(opensStream: false)) }
         #expect(!m.mayHandleCalls && !m.needsService, "the pass's budget, alone")
         _ = m.on(.passBegan)
-        #expect(m.mayHandleCalls && m.needsService, "no batch cap alone")
+        #expect(m.mayHandleCalls && m.needsService, "a new pass, the same batch")
+        var alone = budget.callsPerPassAlone
+        while alone < budget.callsPerBatchAlone {
+            if alone % budget.callsPerPassAlone == 0 { _ = m.on(.passBegan) }
+            #expect(m.mayHandleCalls)
+            _ = m.on(.callHandled(opensStream: false))
+            alone += 1
+        }
+        _ = m.on(.passBegan)
+        #expect(!m.mayHandleCalls && !m.needsService, "the batch's cap, alone: a flooder cannot grow a batch without end")
         m.contended = true
         _ = m.on(.batchBegan)
         for _ in 0..<budget.callsPerPass { _ = m.on(.callHandled(opensStream: false)) }

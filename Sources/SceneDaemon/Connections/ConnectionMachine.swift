@@ -51,6 +51,12 @@ struct ConnectionMachine: Sendable {
         /// Calls one connection may add to one batch while it competes with an interactive
         /// client, so that a flooder cannot make that client's commit wait behind its own.
         var callsPerBatch = 8
+        /// And otherwise. Without a cap, a flooder that has the daemon to itself grows the batch
+        /// for as long as the commit before it takes, which then takes longer still: measured,
+        /// batches of a second's flood, and a client arriving beside it (not yet known to be
+        /// interactive) waited that second for its first reply. 2,048 calls commit in a few
+        /// milliseconds and are still a large group commit.
+        var callsPerBatchAlone = 2048
         /// Replies (held + unsent) at which no more calls are taken: the client must read.
         var maxOwedReplies = 4096
         /// Owed bytes (held + unsent) at which no more calls are taken, and at which streams
@@ -133,7 +139,7 @@ struct ConnectionMachine: Sendable {
         // A gone peer's last calls are not held back: it has no replies to make anyone wait for.
         if contended && batchReserved && phase != .peerGone { return false }
         return contended ? callsThisPass < budget.callsPerPass && callsThisBatch < budget.callsPerBatch
-            : callsThisPass < budget.callsPerPassAlone
+            : callsThisPass < budget.callsPerPassAlone && callsThisBatch < budget.callsPerBatchAlone
     }
 
     /// Calls may be taken from the input now.

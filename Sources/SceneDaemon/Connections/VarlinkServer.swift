@@ -121,7 +121,12 @@ final class VarlinkServer {
 
     func start() throws {
         let me = Unmanaged.passUnretained(self)
-        listenSource = try loop.addIO(fd: listenFD, events: .readable) { _ in me.takeUnretainedValue().acceptPending() }
+        // Ahead of the pass (priority 0), which re-requests itself for as long as a flooder has
+        // calls queued: at the same priority, a client connecting beside a flood waited up to a
+        // second to be accepted. Accepting is bounded (64 per wake-up, then MaxConnections).
+        listenSource = try loop.addIO(fd: listenFD, events: .readable, priority: -5) { _ in
+            me.takeUnretainedValue().acceptPending()
+        }
         pollerSource = try loop.addIO(fd: poller.fd, events: .readable) { _ in
             // Only a wake-up: the pass collects. Off until then, so it cannot fire in a loop.
             let server = me.takeUnretainedValue()
