@@ -32,6 +32,9 @@ final class VarlinkServer {
     /// Connections accepted only to be told they are over a limit.
     private var refusing = 0
     private var acceptPaused = false
+    /// When accepting was last tried (µs, monotonic).
+    private var lastAcceptAt: UInt64 = 0
+    static let acceptStarvation: UInt64 = 5_000
 
     /// Served in the next pass, in order.
     private var ready: [ClientConnection] = []
@@ -121,12 +124,7 @@ final class VarlinkServer {
 
     func start() throws {
         let me = Unmanaged.passUnretained(self)
-        // Ahead of the pass (priority 0), which re-requests itself for as long as a flooder has
-        // calls queued: at the same priority, a client connecting beside a flood waited up to a
-        // second to be accepted. Accepting is bounded (64 per wake-up, then MaxConnections).
-        listenSource = try loop.addIO(fd: listenFD, events: .readable, priority: -5) { _ in
-            me.takeUnretainedValue().acceptPending()
-        }
+        listenSource = try loop.addIO(fd: listenFD, events: .readable) { _ in me.takeUnretainedValue().acceptPending() }
         pollerSource = try loop.addIO(fd: poller.fd, events: .readable) { _ in
             // Only a wake-up: the pass collects. Off until then, so it cannot fire in a loop.
             let server = me.takeUnretainedValue()
@@ -149,9 +147,11 @@ final class VarlinkServer {
 
     // MARK: - Accept
 
-    func acceptPending() {
-        // Bounded per wake-up; the listening socket is level-triggered and wakes us again.
-        for _ in 0..<64 {
+    /// Accepts what is waiting, up to `limit`. The listening socket is a loop source of its
+    /// own, level-triggered, and wakes the loop again while more wait.
+    func acceptPending(limit: Int = 64) {
+        lastAcceptAt = now()
+        for _ in 0..<limit {
             let fd: Int32
             do {
                 guard let accepted = try UnixSocket.accept(listenFD) else { return }
@@ -236,6 +236,12 @@ final class VarlinkServer {
     /// Begins a pass: fresh per-pass budgets, and every client epoll reports ready.
     func beginPass() {
         passes += 1
+        // The listening socket has one dispatch per loop iteration at the pass's priority, and
+        // a pass re-requests itself for as long as a flooder has calls queued: a client
+        // connecting beside such a flood waited up to a second to be accepted. Passes that
+        // follow one another for longer than this accept a few themselves. (A higher priority
+        // for the listener would let a storm of connections starve the clients already served.)
+        if !acceptPaused, now() &- lastAcceptAt >= Self.acceptStarvation { acceptPending(limit: 8) }
         let served = servedThisPass
         servedThisPass.removeAll(keepingCapacity: true)
         for conn in served {
