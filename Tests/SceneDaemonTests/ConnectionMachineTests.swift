@@ -257,6 +257,32 @@ struct ConnectionMachineTests {
         #expect(m.mayHandleCalls)
     }
 
+    /// The server's part (VarlinkServer.afterStep) is to enrol such a connection for the next
+    /// pass and batch: a call that waits only for budget has no readiness to wake it. Missed,
+    /// a client whose parked Launch settled outside its turn never ran its next calls.
+    @Test("a call waiting only for a fresh budget says so: for the batch (reserved, or its cap) and for the pass")
+    func waitsForBudget() {
+        let budget = M.Budget()
+        var m = M(now: Self.t0)
+        _ = m.on(.received(partialBytes: 0, hasCall: true, more: false, now: Self.t0))
+        #expect(!m.waitsForBudget && m.mayHandleCalls)
+        m.contended = true
+        m.batchReserved = true
+        #expect(!m.mayHandleCalls && !m.needsService && m.waitsForBudget && !m.passBudgetSpent,
+                "held out of a batch an interactive call reserved")
+        m.batchReserved = false
+        for _ in 0..<budget.callsPerPass { _ = m.on(.callHandled(opensStream: false)) }
+        #expect(m.waitsForBudget && m.passBudgetSpent)
+        _ = m.on(.passBegan)
+        #expect(!m.passBudgetSpent)
+        #expect(m.waitsForBudget == (budget.callsPerPass >= budget.callsPerBatch), "the batch's cap")
+        _ = m.on(.batchBegan)
+        #expect(!m.waitsForBudget && m.mayHandleCalls && m.needsService)
+        // Waiting for its stream to end is not waiting for budget.
+        _ = m.on(.callHandled(opensStream: true))
+        #expect(!m.waitsForBudget)
+    }
+
     @Test("backpressure: owed replies and bytes stop calls and reads; draining resumes both")
     func backpressure() {
         let budget = M.Budget()

@@ -200,6 +200,21 @@ struct ConnectionMachine: Sendable {
         }
     }
 
+    /// A complete call waits for nothing but a fresh budget: the next pass's (`passBegan`) or
+    /// the next batch's (`batchBegan`). Whoever runs the connection must then be sure to give it
+    /// those events, or it waits for ever: its input is read, so no readiness comes to wake it.
+    var waitsForBudget: Bool {
+        switch phase {
+        case .serving, .inputClosed, .peerGone: return hasCall && !streaming && !withinBudget
+        case .ending, .closed: return false
+        }
+    }
+
+    /// This pass's budget is spent (a new pass gives a fresh one; the batch's may still be).
+    var passBudgetSpent: Bool {
+        callsThisPass >= (contended ? budget.callsPerPass : budget.callsPerPassAlone)
+    }
+
     /// The connection wants a turn in this pass.
     var needsService: Bool {
         if isFinished { return true }

@@ -371,6 +371,22 @@ final class VarlinkServer {
             ready.append(conn)
             requestPass?()
         }
+        // Out of budget outside its own turn (a parked launch settled, a stream ended): a
+        // connection that was not served this pass, or not in this batch, would hear of no new
+        // budget. Found as a Launch flood where one client's next calls never ran. A next pass
+        // is asked for only when this pass's budget is what it waits for: waiting for the next
+        // batch, passes meanwhile would spin; the batch's start wakes it (`batchBegan`).
+        if m.waitsForBudget {
+            if !conn.servedThisPass {
+                conn.servedThisPass = true
+                servedThisPass.append(conn)
+                if m.passBudgetSpent { requestPass?() }
+            }
+            if !conn.inBatch {
+                conn.inBatch = true
+                batchMembers.append(conn)
+            }
+        }
         if m.needsClock && !conn.onClock {
             conn.onClock = true
             timed.append(conn)
