@@ -123,7 +123,7 @@ extension LifecycleEngine {
         var archived: [SessionID] = []
         for sid in apps.records[slot].sessions.sorted() where sessions[sid]!.condition == .live {
             setSceneState(sid, .unattached)
-            sessions[sid]!.condition = .archived
+            sessions.values[sessions.index(forKey: sid)!].condition = .archived
             archived.append(sid)
             effects.append(.sessionChanged(sid))
         }

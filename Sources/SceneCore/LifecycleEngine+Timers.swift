@@ -49,8 +49,10 @@ extension LifecycleEngine {
 
     // MARK: - Deadlines
 
-    /// When the app must next be looked at, derived from its state alone.
-    func deadline(of app: AppRecord) -> Timestamp? {
+    /// When the app must next be looked at, derived from its state alone. Static, over the two
+    /// tables it reads: a method on `self` called from a mutating one copied the whole engine.
+    static func deadline(of app: AppRecord, tasks: [TaskToken: BackgroundTask],
+                         configuration: EngineConfiguration) -> Timestamp? {
         guard app.process == .running else { return nil }
         var earliest: Timestamp?
         func consider(_ t: Timestamp) { if earliest == nil || t < earliest! { earliest = t } }
@@ -70,7 +72,7 @@ extension LifecycleEngine {
 
     /// Queues a wake-up for the app's deadline unless an earlier or equal one is already queued.
     mutating func schedule(_ slot: Int) {
-        guard let due = deadline(of: apps.records[slot]) else { return }
+        guard let due = Self.deadline(of: apps.records[slot], tasks: tasks, configuration: configuration) else { return }
         if let queued = apps.records[slot].scheduledWake, queued <= due { return }
         apps.records[slot].scheduledWake = due
         deadlines.push(.init(time: due, app: apps.records[slot].id, slot: slot))

@@ -21,7 +21,12 @@ public struct LifecycleEngine: Sendable {
     public internal(set) var nextSessionNumber: UInt64
     public internal(set) var nextTaskNumber: UInt64
 
-    var deadlines = DeadlineQueue()
+    var deadlines = DeadlineQueue() { didSet { nextDeadline = deadlines.earliest?.time } }
+    /// The earliest time at which a `.tick` may have something to do. May be early (a stale
+    /// wake-up); never late. Stored, not computed: the daemon asks before every command, and a
+    /// getter called on the Manager's engine copies the whole engine first (a retain and a
+    /// release of every table).
+    public private(set) var nextDeadline: Timestamp?
     /// Memory in use by the engine's accounting: each running or suspended app's base footprint
     /// plus each connected scene's footprint; what simulated pressure measures. Kept as it
     /// changes, so that reading it costs nothing.
@@ -144,10 +149,6 @@ public struct LifecycleEngine: Sendable {
                        nextSessionNumber: nextSessionNumber, nextTaskNumber: nextTaskNumber)
     }
 
-    /// The earliest time at which a `.tick` may have something to do. May be early (a stale
-    /// wake-up); never late.
-    public var nextDeadline: Timestamp? { deadlines.earliest?.time }
-
     /// Whether an identifier names a session that existed and was discarded (R15). Identifiers
     /// are allocated densely from 1, so every allocated one that is no longer open was discarded.
     public func wasDiscarded(_ id: SessionID) -> Bool {
@@ -225,7 +226,7 @@ public struct LifecycleEngine: Sendable {
             let old = try openSession(id)
             try Self.checkFootprint(bytes)
             if old.condition == .live { residentBytes = residentBytes &- old.footprint &+ bytes }
-            sessions[id]!.footprint = bytes
+            sessions.values[sessions.index(forKey: id)!].footprint = bytes
             effects.append(.sessionChanged(id))
             return .done
         case .setProtected(let id, let flag):
@@ -310,7 +311,8 @@ public struct LifecycleEngine: Sendable {
     /// One lookup, changed in place.
     @inline(__always)
     mutating func withSession<R>(_ id: SessionID, _ body: (inout SceneSession) -> R) -> R {
-        body(&sessions[id]!)
+        // In place: through the subscript it would be a copy out and a copy back in.
+        body(&sessions.values[sessions.index(forKey: id)!])
     }
 
     mutating func adjustCount(_ slot: Int, state: SceneActivationState, by delta: Int32) {
@@ -325,7 +327,7 @@ public struct LifecycleEngine: Sendable {
     mutating func updateSession(_ id: SessionID, effects: inout [Effect],
                                 _ change: (inout SceneSession) -> Void) throws(LifecycleError) {
         _ = try openSession(id)
-        change(&sessions[id]!)
+        change(&sessions.values[sessions.index(forKey: id)!])
         effects.append(.sessionChanged(id))
     }
 }

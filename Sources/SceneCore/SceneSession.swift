@@ -193,17 +193,18 @@ final class SessionDetails: Sendable, Equatable {
 
     var hasLargeHeldPayload: Bool {
         if self === Self.standard { return false }
-        let limit = SavedPayload<UserInfo>.inlineLimit
+        let limit = savedPayloadInlineLimit
         return (!userInfo.isStored && userInfo.byteCount > limit) || (!restoration.isStored && restoration.byteCount > limit)
     }
 
     /// These details with every held payload over the inline limit left to the store; `self`
     /// when there is none.
     func releasingLarge() -> SessionDetails {
+        // Most details have nothing to release: no comparison of payloads for them.
+        guard hasLargeHeldPayload else { return self }
         var u = userInfo, r = restoration
-        if case .held = u, u.byteCount > SavedPayload<UserInfo>.inlineLimit { u = .stored(byteCount: u.byteCount) }
-        if case .held = r, r.byteCount > SavedPayload<UserInfo>.inlineLimit { r = .stored(byteCount: r.byteCount) }
-        if u == userInfo && r == restoration { return self }
+        if case .held = u, u.byteCount > savedPayloadInlineLimit { u = .stored(byteCount: u.byteCount) }
+        if case .held = r, r.byteCount > savedPayloadInlineLimit { r = .stored(byteCount: r.byteCount) }
         return SessionDetails(configurationName, u, r)
     }
 

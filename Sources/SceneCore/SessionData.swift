@@ -23,6 +23,10 @@ public enum RestorationData: Hashable, Sendable {
     }
 }
 
+/// Saved payloads up to this many bytes stay in memory: reading them back would cost more than
+/// holding them, and most sessions' userInfo (`{}`) is far smaller.
+public let savedPayloadInlineLimit = 64
+
 /// A session's userInfo or restoration data, either in memory or left in the store (SQLite),
 /// which then holds the only copy and is read when a caller needs it. A daemon with a hundred
 /// thousand sessions of 16 KiB of saved state holds their sizes, not their bytes.
@@ -30,10 +34,6 @@ public enum SavedPayload<Value: Hashable & Sendable>: Hashable, Sendable {
     case held(Value)
     /// In the store; `byteCount` is what the payload's size fields report.
     case stored(byteCount: Int)
-
-    /// Payloads up to this size stay in memory: reading them back would cost more than holding
-    /// them, and most sessions' userInfo (`{}`) is far smaller.
-    public static var inlineLimit: Int { 64 }
 
     public var held: Value? {
         if case .held(let v) = self { v } else { nil }

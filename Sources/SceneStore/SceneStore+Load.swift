@@ -35,7 +35,7 @@ extension SceneStore {
     /// handed out twice.
     ///
     /// `deferringPayloads`: userInfo and restoration data larger than
-    /// `SavedPayload.inlineLimit` are not read, only their sizes (`SavedPayload.stored`): the
+    /// `savedPayloadInlineLimit` are not read, only their sizes (`SavedPayload.stored`): the
     /// daemon reads them when a caller needs them (`SavedDataReader`), and checks them then.
     public func loadTables(deferringPayloads: Bool = false) throws(StoreError)
         -> (tables: EngineTables, quarantined: [QuarantinedRow], recordingFailure: StoreError?) {
@@ -159,7 +159,7 @@ extension SceneStore {
         throws(StoreError) -> SessionTable {
         let count = try db.integer("SELECT count(*) FROM sessions", "counting sessions") ?? 0
         // Deferred, a large payload reads as NULL: SQLite then never loads its overflow pages.
-        let limit = SavedPayload<UserInfo>.inlineLimit
+        let limit = savedPayloadInlineLimit
         let payloads = deferring
             ? "CASE WHEN user_info_size <= \(limit) THEN user_info END, "
                 + "CASE WHEN restoration_size <= \(limit) THEN restoration END"

@@ -137,6 +137,17 @@ struct AccessControlTests {
             #expect(shown.contains(#""draft":"again""#) == visible, "\(user): \(shown)")
             #expect(shown.contains(#""withheld":true"#) == !visible, "\(user): \(shown)")
         }
+        // The same when the engine left the payload to the store (over 64 bytes, read back from
+        // SQLite for a reply): read for those who may see it, withheld from the others.
+        let large = String(repeating: "L", count: 300)
+        _ = try setup.ok(users.owner, ["set-user-info", s1, #"{"secret":"\#(large)"}"#])
+        for user in everyone {
+            let shown = try setup.ok(user, ["--json", "show", s1, "-n", "0"])
+            let visible = owners.contains(user)
+            #expect(shown.contains(large) == visible, "\(user): \(shown)")
+            #expect(shown.contains(#""withheld":true"#) == !visible, "\(user): \(shown)")
+            #expect(shown.contains(#""userInfoSize":\#(large.utf8.count + 13)"#), "\(user): \(shown)")
+        }
         // No listing carries private data, for anyone.
         let listed = try setup.ok("root", ["--json", "list"])
         #expect(!listed.contains("secret") && !listed.contains("draft"), "\(listed)")

@@ -11,9 +11,9 @@ extension ManagerVarlink {
     /// A call that launches its app, for an app scened starts (`ExecStart=`) whose process
     /// is not attached: it waits (its connection takes no further call) until the process
     /// attaches, then runs as if it had just arrived; or it fails with LaunchFailed.
-    func parkForLaunch(_ method: ManagerMethod, _ c: MethodCall) throws(VarlinkError) -> Bool {
-        guard case .app(let concerned) = method.access, let apps = try concerned(c, manager.engine),
-              apps.count == 1, let app = apps.first, let settings = appSettings[app], settings.launch.starts
+    /// `apps`: those the call concerns (as authorized).
+    func parkForLaunch(_ apps: [AppID], _ c: MethodCall) throws(VarlinkError) -> Bool {
+        guard apps.count == 1, let app = apps.first, let settings = appSettings[app], settings.launch.starts
         else { return false }
         let attached = attachments.attachment(of: app) != nil
         let process = manager.engine.apps[app]?.process ?? .notRunning

@@ -63,14 +63,18 @@ final class Manager {
     /// the events this command caused (in `pending.events`).
     func execute(_ command: Command) throws(LifecycleError) -> (result: CommandResult, events: Range<Int>) {
         let now = clock.now()
-        advance(to: now)
+        // A tick first only when something is due: otherwise it is an engine call and an empty
+        // command for every call.
+        if let due = engine.nextDeadline, due <= now { advance(to: now) }
         let start = pending.events.count
         pending.commandStarts.append(start)
         effects.removeAllKeepingOrdinaryCapacity()
         // A reconnection hands the saved restoration data to willConnectTo: read it back first.
-        if case .activate(let id) = command, let s = engine.sessions[id], s.condition == .archived,
-           s.hasStoredPayload {
-            let (userInfo, restoration) = try savedPayloads(of: s)
+        // (Looked at in place: most activations are of live sessions, and a copy of the session
+        // would retain its strings.)
+        if case .activate(let id) = command, let i = engine.sessions.index(forKey: id),
+           engine.sessions.values[i].condition == .archived, engine.sessions.values[i].hasStoredPayload {
+            let (userInfo, restoration) = try savedPayloads(of: engine.sessions.values[i])
             engine.holdSavedData(id, userInfo: userInfo, restoration: restoration)
         }
         do {

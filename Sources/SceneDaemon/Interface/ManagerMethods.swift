@@ -9,7 +9,9 @@ enum MethodAccess: Sendable {
     /// Whoever may act as every app the call concerns (their owners, administrators). The
     /// function names those apps; nil means the call concerns every app (administrators only);
     /// an empty list means it concerns nothing that exists, and the handler will say so.
-    case app(@Sendable (MethodCall, LifecycleEngine) throws(VarlinkError) -> [AppID]?)
+    /// It is given the Manager, not its engine: an engine passed by value is copied (a retain
+    /// and a release of each of its tables) on every call.
+    case app(@Sendable (MethodCall, Manager) throws(VarlinkError) -> [AppID]?)
     case administrator
 }
 
@@ -71,33 +73,33 @@ enum ManagerMethods {
 
     // MARK: - The app a call concerns
 
-    @Sendable static func appParameter(_ c: MethodCall, _: LifecycleEngine) throws(VarlinkError) -> [AppID]? {
+    @Sendable static func appParameter(_ c: MethodCall, _: Manager) throws(VarlinkError) -> [AppID]? {
         [try c.p.app()]
     }
 
     /// A session's app; a session that does not exist concerns nothing (NoSuchSession follows).
-    @Sendable static func sessionApp(_ c: MethodCall, _ engine: LifecycleEngine) throws(VarlinkError) -> [AppID]? {
-        engine.sessions[try c.p.session()].map { [$0.app] } ?? []
+    @Sendable static func sessionApp(_ c: MethodCall, _ manager: Manager) throws(VarlinkError) -> [AppID]? {
+        manager.engine.sessions[try c.p.session()].map { [$0.app] } ?? []
     }
 
     /// Connect: the app's; a protected session is the administrators' to create.
-    @Sendable static func connectApp(_ c: MethodCall, _: LifecycleEngine) throws(VarlinkError) -> [AppID]? {
+    @Sendable static func connectApp(_ c: MethodCall, _: Manager) throws(VarlinkError) -> [AppID]? {
         c.p.bool("protected") == true ? nil : [try c.p.app()]
     }
 
-    @Sendable static func taskApp(_ c: MethodCall, _ engine: LifecycleEngine) throws(VarlinkError) -> [AppID]? {
+    @Sendable static func taskApp(_ c: MethodCall, _ manager: Manager) throws(VarlinkError) -> [AppID]? {
         var apps: [AppID] = []
         if let app = try c.p.optionalApp("app") { apps.append(app) }
-        if let id = try c.p.optionalSession("session"), let s = engine.sessions[id] { apps.append(s.app) }
+        if let id = try c.p.optionalSession("session"), let s = manager.engine.sessions[id] { apps.append(s.app) }
         return apps
     }
 
-    @Sendable static func tokenApp(_ c: MethodCall, _ engine: LifecycleEngine) throws(VarlinkError) -> [AppID]? {
-        engine.tasks[try c.p.task()].map { [$0.app] } ?? []
+    @Sendable static func tokenApp(_ c: MethodCall, _ manager: Manager) throws(VarlinkError) -> [AppID]? {
+        manager.engine.tasks[try c.p.task()].map { [$0.app] } ?? []
     }
 
     /// The apps listed; without a list, every running app: administrators only.
-    @Sendable static func warnedApps(_ c: MethodCall, _: LifecycleEngine) throws(VarlinkError) -> [AppID]? {
+    @Sendable static func warnedApps(_ c: MethodCall, _: Manager) throws(VarlinkError) -> [AppID]? {
         try c.p.appList("apps")
     }
 }

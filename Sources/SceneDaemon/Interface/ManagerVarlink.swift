@@ -96,39 +96,45 @@ final class ManagerVarlink {
                  ? .methodNotFound(call.method) : .interfaceNotFound(interfaceName))
             return
         }
-        if let bad = (isApp ? appInterface : interface).validateParameters(method: method.name, call.parameters) {
+        // Each definition used in place: `(isApp ? a : b).validate…` would copy one per call.
+        let bad = isApp ? appInterface.validateParameters(method: method.name, call.parameters)
+                        : interface.validateParameters(method: method.name, call.parameters)
+        if let bad {
             fail(call, conn, .invalidParameter(bad))
             return
         }
         let context = MethodCall(call: call, p: CallParameters(object: call.parameters), conn: conn, caller: caller)
         do {
-            try authorize(method, context)
-            if method.launches, try parkForLaunch(method, context) { return }
+            let concerned = try authorize(method, context)
+            if method.launches, let concerned, try parkForLaunch(concerned, context) { return }
             try method.handler(self)(context)
         } catch {
             fail(call, conn, error)
         }
     }
 
-    /// Refuses the call unless the caller may make it; nothing has been done yet.
-    private func authorize(_ method: ManagerMethod, _ c: MethodCall) throws(VarlinkError) {
+    /// Refuses the call unless the caller may make it; nothing has been done yet. Returns the
+    /// apps the call concerns, when it names them.
+    private func authorize(_ method: ManagerMethod, _ c: MethodCall) throws(VarlinkError) -> [AppID]? {
         switch method.access {
         case .anyone:
-            return
+            return nil
         case .administrator:
             guard policy.isAdministrator(c.caller) else {
                 throw refusal(c.caller, c.call.method, "\(method.name) is for administrators")
             }
+            return nil
         case .app(let concerned):
-            guard let apps = try concerned(c, manager.engine) else {
+            guard let apps = try concerned(c, manager) else {
                 guard policy.isAdministrator(c.caller) else {
                     throw refusal(c.caller, c.call.method, "\(method.name) \(method.adminOnlyCase ?? "of every app") is for administrators")
                 }
-                return
+                return nil
             }
             for app in apps where !policy.mayActAs(c.caller, app: app) {
                 throw refusal(c.caller, c.call.method, "\(method.name) on \(app) is for its owner and administrators", app: app)
             }
+            return apps
         }
     }
 
