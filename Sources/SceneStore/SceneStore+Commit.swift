@@ -70,39 +70,15 @@ extension SceneStore {
         }
 
         for session in batch.sessions {
-            let s = st.upsertSession
-            s.bind(1, session.id.rawValue)
-            s.bind(2, try ref(of: session.app, "session \(session.id)"))
-            s.bind(3, StorageCodes.code(session.role))
-            s.bind(4, try configurationRef(session.configurationName, db, st))
-            // A payload only in the store is left as the row has it; the placeholder bound
-            // instead is never written over it.
-            switch session.savedUserInfo {
-            case .held(let info): s.bind(5, text: info.json)
-            case .stored: s.bind(5, text: UserInfo.empty.json)
+            let update = st.updateSession
+            try bind(session, update, db, st)
+            try run(update, db, "writing session \(session.id)")
+            if sqlite3_changes(db.handle) == 0 {
+                // Not stored yet: inserted (the upsert, so that a row that exists after all is
+                // still written, never duplicated).
+                try bind(session, st.upsertSession, db, st)
+                try run(st.upsertSession, db, "writing session \(session.id)")
             }
-            switch session.savedRestoration {
-            case .held(nil), .stored: s.bindNull(6)
-            case .held(.json(let text)?): s.bind(6, text: text)
-            case .held(.bytes(let bytes)?): s.bind(6, blob: bytes)
-            }
-            s.bind(19, UInt64(session.savedUserInfo.byteCount))
-            s.bind(20, UInt64(session.savedRestoration.byteCount))
-            s.bind(21, session.savedUserInfo.isStored)
-            s.bind(22, session.savedRestoration.isStored)
-            s.bind(7, session.footprint)
-            s.bind(8, StorageCodes.code(session.condition))
-            s.bind(9, StorageCodes.code(session.sceneState))
-            s.bind(10, session.sceneInstance)
-            s.bind(11, session.createdAt.microseconds)
-            s.bind(12, session.lastActiveAt.microseconds)
-            s.bind(13, session.backgroundSince.microseconds)
-            s.bind(14, session.activations)
-            s.bind(15, session.restores)
-            s.bind(16, session.restoreCostMs)
-            s.bind(17, session.isProtected)
-            s.bind(18, session.activationScore)
-            try run(s, db, "writing session \(session.id)")
             nextSession = max(nextSession, session.id.rawValue &+ 1)
         }
         for id in batch.removedSessions {
@@ -128,7 +104,6 @@ extension SceneStore {
             nextTask = max(nextTask, token.rawValue &+ 1)
         }
 
-        var logged: ClosedRange<UInt64>?
         var floor = sequenceFloor
         for event in batch.events {
             // Numbers only go up, across the batch and across commits, even once the log has
@@ -139,24 +114,12 @@ extension SceneStore {
             }
             floor = event.seq &+ 1
             nextSequence = max(nextSequence, event.seq &+ 1)
-            guard eventLogCapacity > 0 else { continue }
-            let s = st.insertEvent
-            s.bind(1, event.seq)
-            s.bind(2, event.time.microseconds)
-            s.bind(3, StorageCodes.code(event.name))
-            s.bind(4, try ref(of: event.app, "event #\(event.seq)"))
-            if let session = event.session { s.bind(5, session.rawValue) } else { s.bindNull(5) }
-            s.bind(6, event.sceneInstance)
-            s.bind(7, StorageCodes.code(event.state))
-            s.bind(8, StorageCodes.code(event.appState))
-            s.bind(9, RowCoding.causeCode(event.cause))
-            if let extra = RowCoding.extra(detail: event.detail, cause: event.cause) {
-                s.bind(10, blob: extra)
-            } else {
-                s.bindNull(10)
-            }
-            try run(s, db, "logging event #\(event.seq)")
-            logged = logged.map { min($0.lowerBound, event.seq)...max($0.upperBound, event.seq) } ?? event.seq...event.seq
+        }
+        // Strictly increasing (checked above), so the batch's first and last bound what it logs.
+        var logged: ClosedRange<UInt64>?
+        if eventLogCapacity > 0, let first = batch.events.first, let last = batch.events.last {
+            try log(batch.events, db, st)
+            logged = first.seq...last.seq
         }
 
         // What bounds the allocations of a transaction a damaged log may lose (SceneStore+Recovery).
@@ -180,6 +143,76 @@ extension SceneStore {
         if let logged { try trimIfDue(logged, db, st) }
         return (logged, EngineCounters(clock: batch.counters.clock, nextSequence: nextSequence,
                                        nextSessionNumber: nextSession, nextTaskNumber: nextTask))
+    }
+
+    /// Binds parameters ?1 to ?22 of `updateSession` or `upsertSession`.
+    private func bind(_ session: SceneSession, _ s: Statement, _ db: SQLiteConnection, _ st: Statements) throws(StoreError) {
+        s.bind(1, session.id.rawValue)
+        s.bind(2, try ref(of: session.app, "session \(session.id)"))
+        s.bind(3, StorageCodes.code(session.role))
+        s.bind(4, try configurationRef(session.configurationName, db, st))
+        // A payload only in the store is left as the row has it; the placeholder bound
+        // instead is never written over it.
+        switch session.savedUserInfo {
+        case .held(let info): s.bind(5, text: info.json)
+        case .stored: s.bind(5, text: UserInfo.empty.json)
+        }
+        switch session.savedRestoration {
+        case .held(nil), .stored: s.bindNull(6)
+        case .held(.json(let text)?): s.bind(6, text: text)
+        case .held(.bytes(let bytes)?): s.bind(6, blob: bytes)
+        }
+        s.bind(19, UInt64(session.savedUserInfo.byteCount))
+        s.bind(20, UInt64(session.savedRestoration.byteCount))
+        s.bind(21, session.savedUserInfo.isStored)
+        s.bind(22, session.savedRestoration.isStored)
+        s.bind(7, session.footprint)
+        s.bind(8, StorageCodes.code(session.condition))
+        s.bind(9, StorageCodes.code(session.sceneState))
+        s.bind(10, session.sceneInstance)
+        s.bind(11, session.createdAt.microseconds)
+        s.bind(12, session.lastActiveAt.microseconds)
+        s.bind(13, session.backgroundSince.microseconds)
+        s.bind(14, session.activations)
+        s.bind(15, session.restores)
+        s.bind(16, session.restoreCostMs)
+        s.bind(17, session.isProtected)
+        s.bind(18, session.activationScore)
+    }
+
+    /// Appends the events to the log: `eventsPerInsert` rows a statement, the rest one by one.
+    private func log(_ events: [LifecycleEvent], _ db: SQLiteConnection, _ st: Statements) throws(StoreError) {
+        let chunk = Statements.eventsPerInsert
+        var i = 0
+        while events.count - i >= chunk {
+            for row in 0..<chunk { try bind(events[i + row], st.insertEvents, first: Int32(row * Statements.eventFields)) }
+            try run(st.insertEvents, db, "logging events #\(events[i].seq) to #\(events[i + chunk - 1].seq)")
+            i += chunk
+        }
+        while i < events.count {
+            try bind(events[i], st.insertEvent, first: 0)
+            try run(st.insertEvent, db, "logging event #\(events[i].seq)")
+            i += 1
+        }
+    }
+
+    /// Binds one event's columns to parameters `first + 1` to `first + eventFields`.
+    @inline(__always)
+    private func bind(_ event: LifecycleEvent, _ s: Statement, first p: Int32) throws(StoreError) {
+        s.bind(p + 1, event.seq)
+        s.bind(p + 2, event.time.microseconds)
+        s.bind(p + 3, StorageCodes.code(event.name))
+        s.bind(p + 4, try ref(of: event.app, "event #\(event.seq)"))
+        if let session = event.session { s.bind(p + 5, session.rawValue) } else { s.bindNull(p + 5) }
+        s.bind(p + 6, event.sceneInstance)
+        s.bind(p + 7, StorageCodes.code(event.state))
+        s.bind(p + 8, StorageCodes.code(event.appState))
+        s.bind(p + 9, RowCoding.causeCode(event.cause))
+        if let extra = RowCoding.extra(detail: event.detail, cause: event.cause) {
+            s.bind(p + 10, blob: extra)
+        } else {
+            s.bindNull(p + 10)
+        }
     }
 
     /// Deletes the events older than the capacity allows, once they exceed it by the slack: one

@@ -9,10 +9,14 @@ struct Statements {
     let upsertApp: Statement
     let insertConfiguration: Statement
     let upsertSession: Statement
+    let updateSession: Statement
     let deleteSession: Statement
     let upsertTask: Statement
     let deleteTask: Statement
     let insertEvent: Statement
+    /// `eventsPerInsert` rows in one statement: most of a busy batch's rows are events, and one
+    /// step per row made the statement overhead a large part of a commit.
+    let insertEvents: Statement
     let updateCounters: Statement
     let trimEvents: Statement
     let selectEvents: Statement
@@ -64,6 +68,19 @@ struct Statements {
                 restore_cost_ms = excluded.restore_cost_ms, protected = excluded.protected,
                 activation_score = excluded.activation_score
             """)
+        // Most writes are to sessions already stored: one UPDATE (one seek, one record) first,
+        // the upsert above only when it changed nothing; the upsert alone evaluates the row twice.
+        updateSession = try prepare("""
+            UPDATE sessions SET
+                app = ?2, role = ?3, configuration = ?4,
+                user_info = CASE WHEN ?21 THEN user_info ELSE ?5 END,
+                restoration = CASE WHEN ?22 THEN restoration ELSE ?6 END,
+                footprint = ?7, condition = ?8, scene_state = ?9, scene_instance = ?10, created_at = ?11,
+                last_active_at = ?12, background_since = ?13, activations = ?14, restores = ?15,
+                restore_cost_ms = ?16, protected = ?17, activation_score = ?18,
+                user_info_size = ?19, restoration_size = ?20
+            WHERE id = ?1
+            """)
         deleteSession = try prepare("DELETE FROM sessions WHERE id = ?1")
         upsertTask = try prepare("""
             INSERT INTO tasks (token, app, session, name, began_at, expiration_sent_at)
@@ -74,9 +91,13 @@ struct Statements {
             """)
         deleteTask = try prepare("DELETE FROM tasks WHERE token = ?1")
         insertEvent = try prepare("""
-            INSERT INTO events (seq, time, name, app, session, scene_instance, state, app_state, cause, extra)
+            INSERT INTO events (\(Self.eventColumns))
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
             """)
+        insertEvents = try prepare("INSERT INTO events (\(Self.eventColumns)) VALUES "
+            + (0..<Self.eventsPerInsert).map { row in
+                "(" + (1...Self.eventFields).map { "?\(row * Self.eventFields + $0)" }.joined(separator: ", ") + ")"
+            }.joined(separator: ", "))
         // High-water marks only move forward, whatever a caller passes.
         updateCounters = try prepare("""
             UPDATE counters SET clock = max(clock, ?1), next_sequence = max(next_sequence, ?2),
@@ -90,9 +111,14 @@ struct Statements {
             """)
     }
 
+    /// The events table's columns, in the order `SceneStore.bindEvent` binds them.
+    static let eventColumns = "seq, time, name, app, session, scene_instance, state, app_state, cause, extra"
+    static let eventFields = 10
+    static let eventsPerInsert = 16
+
     func finalize() {
-        for s in [begin, commit, rollback, upsertApp, insertConfiguration, upsertSession, deleteSession, upsertTask,
-                  deleteTask, insertEvent, updateCounters, trimEvents, selectEvents] {
+        for s in [begin, commit, rollback, upsertApp, insertConfiguration, upsertSession, updateSession, deleteSession,
+                  upsertTask, deleteTask, insertEvent, insertEvents, updateCounters, trimEvents, selectEvents] {
             s.finalize()
         }
     }
