@@ -182,7 +182,7 @@ final class Daemon {
         loop.exit(code: 0)
     }
 
-    private func requestPass() {
+    func requestPass() {
         passStep?.trigger()
     }
 
@@ -335,37 +335,6 @@ final class Daemon {
         var p = JSONObject()
         p["message"] = .string(error.description)
         return VarlinkError(name: ManagerInterface.name + ".StorageFailure", parameters: p)
-    }
-
-    // MARK: - Pressure
-
-    private func applyPSI() {
-        let wanted = settings.pressureSources.contains(.psi)
-        if wanted {
-            if let psi = reclaim.psi, psi.settings == settings.psiSettings { return }
-            reclaim.psi?.stop()
-            let psi = PSISource(loop: loop, settings: settings.psiSettings)
-            let me = Unmanaged.passUnretained(self)
-            psi.onChange = { me.takeUnretainedValue().requestPass() }
-            reclaim.psi = psi
-            psi.start()
-        } else if let psi = reclaim.psi {
-            psi.stop()
-            reclaim.psi = nil
-        }
-    }
-
-    /// Operator override (SetPressure / ClearPressure).
-    func setPressureOverride(_ level: PressureLevel?, duration: Int64?) {
-        if let level, level > .normal {
-            let until = duration.map { manager.clock.now() + TimeSpan(microseconds: $0) }
-            reclaim.setOverride(PressureOverride(level: level, until: until))
-        } else {
-            reclaim.setOverride(nil)
-        }
-        requestPass()
-        // Evaluate now so that the reply already shows the new level.
-        reclaim.evaluate()
     }
 
     // MARK: - Reload

@@ -1,0 +1,265 @@
+extension ManagerInterface {
+    /// The first part of `text`: the interface's name, its description and its types, and the
+    /// blank line before the methods (hence the two empty lines that end the literal).
+    static let typesText = """
+# scened manages scene sessions with the semantics of UIKit's scene life cycle.
+#
+# Apps are named by reverse-DNS identifiers (com.example.mail). A session (UISceneSession) is
+# named s<number> (s42) and is never reused. A session is live (a scene is connected),
+# archived (its scene was released; session and state-restoration data kept) or discarded
+# (gone for ever). Every change is answered only once it is committed to storage, and is
+# described by the ordered list of events (callbacks and state changes) it caused.
+interface io.scened.Manager
+
+# The scene's activation state (UIScene.ActivationState).
+type SceneState (unattached, foregroundInactive, foregroundActive, background)
+
+# The app's state derived from its connected scenes (UIApplication.State, rule R18).
+type ApplicationState (active, inactive, background)
+
+# The app's process state; a suspended process runs no code.
+type ProcessState (notRunning, running, suspended)
+
+# live: a scene is connected; archived: scene released, session kept.
+type SessionCondition (live, archived)
+
+# UISceneSession.Role.
+type SessionRole (
+  windowApplication,
+  windowExternalDisplayNonInteractive,
+  carTemplateApplication,
+  volumetricApplication,
+  immersiveSpaceApplication
+)
+
+# The callbacks and state-only events, in the public vocabulary.
+type EventName (
+  didFinishLaunching,
+  configurationForConnecting,
+  willConnectTo,
+  willEnterForeground,
+  didBecomeActive,
+  willResignActive,
+  didEnterBackground,
+  didDisconnect,
+  didDiscardSceneSessions,
+  didReceiveMemoryWarning,
+  willTerminate,
+  backgroundTaskWillExpire,
+  suspended,
+  resumed,
+  terminated
+)
+
+# State-restoration data: exactly one of a JSON object or base64-encoded opaque bytes.
+type RestorationData (
+  # A JSON object.
+  json: ?object,
+  # Opaque bytes, base64 (RFC 4648) encoded.
+  base64: ?string
+)
+
+# A scene session.
+type Session (
+  # s<number>; never reused.
+  id: string,
+  app: string,
+  role: SessionRole,
+  configuration: string,
+  condition: SessionCondition,
+  # unattached while archived.
+  state: SceneState,
+  # The session's userInfo and state-restoration data: in GetSession and in the replies of
+  # commands on the session, never in ListSessions (their sizes are, always).
+  userInfo: ?object,
+  restoration: ?RestorationData,
+  # Bytes of the userInfo JSON text, and of the restoration data (0: none).
+  userInfoSize: int,
+  restorationSize: int,
+  # Bytes the connected scene holds; what a disconnect frees.
+  footprint: int,
+  # Protected sessions are reclaimed only as a last resort.
+  protected: bool,
+  # Declared cost of restoring the session, milliseconds (0: unknown).
+  restoreCostMs: int,
+  # Scene instances so far; a reconnection creates a new one.
+  sceneInstance: int,
+  # Times in microseconds since the Unix epoch.
+  createdAt: int,
+  lastActiveAt: int,
+  backgroundSince: int,
+  activations: int,
+  restores: int
+)
+
+# An open background task.
+type BackgroundTask (
+  # t<number>
+  token: string,
+  app: string,
+  session: ?string,
+  name: string,
+  beganAt: int,
+  # When the task expires (backgroundTaskWillExpire); null while the app is in the foreground.
+  expiresAt: ?int,
+  # When backgroundTaskWillExpire was sent, if it was.
+  expirationSentAt: ?int
+)
+
+# An app and its derived state.
+type App (
+  id: string,
+  process: ProcessState,
+  state: ApplicationState,
+  sessions: int,
+  liveSessions: int,
+  foregroundActiveScenes: int,
+  foregroundInactiveScenes: int,
+  backgroundScenes: int,
+  # Sessions discarded while the app was not running, delivered after its next launch.
+  pendingDiscards: []string,
+  tasks: []BackgroundTask,
+  launches: int,
+  launchedAt: ?int,
+  # When the running app will be suspended if nothing changes.
+  suspendsAt: ?int,
+  # Memory the process holds apart from its scenes.
+  baseFootprint: int,
+  # Sum of the footprints of its live sessions.
+  sceneFootprint: int,
+  # The process attached as the app through io.scened.App, if one is.
+  attachedPid: ?int,
+  # For an app scened starts itself (ExecStart= in apps.d/APP.conf): its main process, if
+  # one runs, and whether it is frozen (its app is suspended).
+  startedPid: ?int,
+  frozen: ?bool
+)
+
+# What the reclaim policy recorded with an action.
+type ReclaimNote (
+  level: string,
+  usageBefore: int,
+  usageAfter: int,
+  budget: int,
+  score: ?float,
+  reason: string
+)
+
+# One callback or state change.
+type Event (
+  # Strictly increasing, never reused, across restarts.
+  seq: int,
+  # Microseconds since the Unix epoch.
+  time: int,
+  event: EventName,
+  app: string,
+  session: ?string,
+  # The scene instance of the session (reconnections make new ones).
+  scene: ?int,
+  # The state after the event: a SceneState for scene callbacks, a ProcessState otherwise.
+  state: string,
+  appState: ApplicationState,
+  # request, timer, reclaim, cap or restore.
+  cause: string,
+  # didDiscardSceneSessions: the sessions discarded; terminated: the sessions archived.
+  sessions: ?[]string,
+  # willConnectTo: the state-restoration data handed to the new scene.
+  restoration: ?RestorationData,
+  # willConnectTo: true when an existing session reconnects.
+  reconnect: ?bool,
+  # backgroundTaskWillExpire: the task.
+  task: ?string,
+  taskName: ?string,
+  # terminated: requested, backgroundTaskExpired, memoryPressure, exited (an attached process
+  # went away without detaching) or hung (it missed a deadline).
+  reason: ?string,
+  reclaim: ?ReclaimNote
+)
+
+type SessionCounts (live: int, archived: int, total: int)
+
+type LoopCounters (passes: int, calls: int, commits: int)
+
+type Status (
+  version: string,
+  pid: int,
+  # Microseconds since the daemon started.
+  uptime: int,
+  socket: string,
+  apps: int,
+  runningApps: int,
+  suspendedApps: int,
+  sessions: SessionCounts,
+  foregroundActiveScenes: int,
+  backgroundTasks: int,
+  # The sequence number the next event will get.
+  nextSeq: int,
+  connections: int,
+  # Counters since start: loop passes, calls handled, batches committed (calls per commit is
+  # the size of group commit; calls per pass how much each pass serves).
+  loop: LoopCounters,
+  # Stored rows found damaged (at start-up, or event-log rows as read): kept, never served.
+  quarantined: int,
+  # normal, warning or critical.
+  pressure: string,
+  # Resident bytes by the daemon's accounting, against the memory budget.
+  usage: int,
+  budget: int,
+  # The last finished pressure episode, if any.
+  lastEpisode: ?PressureEpisode,
+  # The configuration files in force.
+  configFiles: []string
+)
+
+# One pressure source and what it reports.
+type PressureSource (name: string, level: string, detail: string)
+
+# A pressure episode: from leaving normal to returning to it.
+type PressureEpisode (
+  number: int,
+  startedAt: int,
+  endedAt: ?int,
+  peakLevel: string,
+  usageAtStart: int,
+  # When usage was first back at the low watermark.
+  relievedAt: ?int,
+  # Only foreground and protected scenes were left to reclaim.
+  unrelievable: bool,
+  disconnects: int,
+  terminations: int,
+  suspensions: int,
+  bytesFreed: int
+)
+
+# The pressure picture.
+type Pressure (
+  level: string,
+  sources: []PressureSource,
+  usage: int,
+  budget: int,
+  # Watermarks in bytes.
+  lowWatermark: int,
+  highWatermark: int,
+  criticalWatermark: int,
+  # An operator's forced level, and until when (microseconds since the epoch; null: until cleared).
+  override: ?string,
+  overrideUntil: ?int,
+  episode: ?PressureEpisode,
+  lastEpisode: ?PressureEpisode,
+  # The reclaim grace of attached apps since start: notices out now, given, answered ack,
+  # deferred, left to their deadline.
+  grace: GraceCounters,
+  # The memory the apps scened starts really hold, as last read: its share of usage.
+  measured: ?MeasuredMemory
+)
+
+# Readings of started apps' memory (MemorySource=measured): the sum, over how many apps,
+# from where ("memory.current" of their cgroups, or "Pss" of their processes), when, and
+# whether a reclaim waits for memory it freed to show before its next batch.
+type MeasuredMemory (apps: int, bytes: int, source: string, measuredAt: ?int, awaitingRelease: bool)
+
+type GraceCounters (pending: int, notices: int, acks: int, deferrals: int, timeouts: int)
+
+
+"""
+}
