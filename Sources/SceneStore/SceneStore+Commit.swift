@@ -48,24 +48,21 @@ extension SceneStore {
         var nextSequence = batch.counters.nextSequence
 
         for app in batch.apps {
-            let s = st.upsertApp
-            let ref: Int64
             if let known = appRefs[app.id] {
-                ref = known
+                bind(app, ref: known, st.updateApp)
+                try run(st.updateApp, db, "writing app \(app.id)")
+                if sqlite3_changes(db.handle) == 0 {
+                    // Not expected: a known reference was loaded with its row or written by a
+                    // committed transaction. Written anyway, so the row is right regardless.
+                    bind(app, ref: known, st.upsertApp)
+                    try run(st.upsertApp, db, "writing app \(app.id)")
+                }
             } else {
-                ref = newAppRef()
+                let ref = newAppRef()
                 try remember(app: app.id, ref: ref)
+                bind(app, ref: ref, st.upsertApp)
+                try run(st.upsertApp, db, "writing app \(app.id)")
             }
-            s.bind(1, ref)
-            s.bind(2, text: app.id.rawValue)
-            s.bind(3, StorageCodes.code(app.process))
-            if let blob = RowCoding.pendingDiscards(app.pendingDiscards) { s.bind(4, blob: blob) } else { s.bindNull(4) }
-            s.bind(5, app.idleSince)
-            s.bind(6, app.backgroundEnteredAt)
-            s.bind(7, app.launchedAt)
-            s.bind(8, app.launches)
-            s.bind(9, app.baseFootprint)
-            try run(s, db, "writing app \(app.id)")
             for id in app.pendingDiscards { nextSession = max(nextSession, id.rawValue &+ 1) }
         }
 
@@ -143,6 +140,19 @@ extension SceneStore {
         if let logged { try trimIfDue(logged, db, st) }
         return (logged, EngineCounters(clock: batch.counters.clock, nextSequence: nextSequence,
                                        nextSessionNumber: nextSession, nextTaskNumber: nextTask))
+    }
+
+    /// Binds parameters ?1 to ?9 of `updateApp` (which leaves ?2, the id, unused) or `upsertApp`.
+    private func bind(_ app: AppRecord, ref: Int64, _ s: Statement) {
+        s.bind(1, ref)
+        s.bind(2, text: app.id.rawValue)
+        s.bind(3, StorageCodes.code(app.process))
+        if let blob = RowCoding.pendingDiscards(app.pendingDiscards) { s.bind(4, blob: blob) } else { s.bindNull(4) }
+        s.bind(5, app.idleSince)
+        s.bind(6, app.backgroundEnteredAt)
+        s.bind(7, app.launchedAt)
+        s.bind(8, app.launches)
+        s.bind(9, app.baseFootprint)
     }
 
     /// Binds parameters ?1 to ?22 of `updateSession` or `upsertSession`.

@@ -7,6 +7,7 @@ struct Statements {
     let commit: Statement
     let rollback: Statement
     let upsertApp: Statement
+    let updateApp: Statement
     let insertConfiguration: Statement
     let upsertSession: Statement
     let updateSession: Statement
@@ -45,6 +46,13 @@ struct Statements {
                 idle_since = excluded.idle_since, background_entered_at = excluded.background_entered_at,
                 launched_at = excluded.launched_at, launches = excluded.launches,
                 base_footprint = excluded.base_footprint
+            """)
+        // As for sessions: an app already stored is updated in place (its id, and so the index
+        // on it, unchanged); the upsert only for a new one.
+        updateApp = try prepare("""
+            UPDATE apps SET process = ?3, pending_discards = ?4, idle_since = ?5, background_entered_at = ?6,
+                            launched_at = ?7, launches = ?8, base_footprint = ?9
+            WHERE ref = ?1
             """)
         insertConfiguration = try prepare("INSERT INTO configurations (ref, name) VALUES (?1, ?2)")
         // ?21 and ?22: the session's userInfo or restoration data is only in the store (not held
@@ -117,7 +125,7 @@ struct Statements {
     static let eventsPerInsert = 16
 
     func finalize() {
-        for s in [begin, commit, rollback, upsertApp, insertConfiguration, upsertSession, updateSession, deleteSession,
+        for s in [begin, commit, rollback, upsertApp, updateApp, insertConfiguration, upsertSession, updateSession, deleteSession,
                   upsertTask, deleteTask, insertEvent, insertEvents, updateCounters, trimEvents, selectEvents] {
             s.finalize()
         }
