@@ -72,9 +72,46 @@ import Testing
     }
 
     @Test func reservesRequestedCapacity() {
-        let writer = JSONWriter(reservingCapacity: 4096)
+        var writer = JSONWriter(reservingCapacity: 4096)  // var: reading `bytes` first moves the scratch area in
         #expect(writer.bytes.capacity >= 4096)
         #expect(writer.bytes.isEmpty)
+    }
+
+    /// Small writes gather in the writer's 256-byte scratch area and large ones go straight to
+    /// the array: pieces of every size around those bounds, in any order, with `bytes` read and
+    /// changed midway, must come out exactly in order.
+    @Test func piecesOfEverySizeAroundTheScratchAreaComeOutInOrder() throws {
+        var expected: [UInt8] = []
+        var writer = JSONWriter()
+        writer.beginArray()
+        expected += Array("[".utf8)
+        var rng = SystemRandomNumberGenerator()
+        for i in 0..<2_000 {
+            let length = [0, 1, 63, 64, 65, 66, 127, 255, 256, 257, 300, 1_000][i % 12] + Int.random(in: 0...2, using: &rng)
+            let text = String(String(repeating: "abcdefghij", count: length / 10 + 1).prefix(length))
+            if i > 0 { expected += Array(",".utf8) }
+            switch i % 4 {
+            case 0:
+                writer.string(text); expected += Array("\"\(text)\"".utf8)
+            case 1:
+                writer.string(unescaped: text); expected += Array("\"\(text)\"".utf8)
+            case 2:
+                writer.int(Int64(i) * 1_000_003); expected += Array("\(Int64(i) * 1_000_003)".utf8)
+            default:
+                writer.beginObject(); writer.key(static: "k"); writer.raw("\"" + text + "\""); writer.endObject()
+                expected += Array("{\"k\":\"\(text)\"}".utf8)
+            }
+            if i % 97 == 0 {
+                // Reading midway sees everything so far; a change through `bytes` lands in order.
+                #expect(writer.bytes == expected)
+                writer.bytes.append(UInt8(ascii: " "))
+                expected.append(UInt8(ascii: " "))
+            }
+        }
+        writer.endArray()
+        expected += Array("]".utf8)
+        #expect(writer.bytes == expected)
+        #expect(try JSONParser.parse(writer.bytes).arrayValue?.count == 2_000)
     }
 }
 
