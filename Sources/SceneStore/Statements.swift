@@ -119,7 +119,7 @@ struct Statements {
             """)
     }
 
-    /// The events table's columns, in the order `SceneStore.bindEvent` binds them.
+    /// The events table's columns, in the order `SceneStore`'s `bind(_:_:first:)` binds an event.
     static let eventColumns = "seq, time, name, app, session, scene_instance, state, app_state, cause, extra"
     static let eventFields = 10
     static let eventsPerInsert = 16
