@@ -303,20 +303,21 @@ public struct CandidateIndex: Sendable, Equatable {
     /// The index built from scratch: what the kept one must always equal, up to order.
     static func build(_ sessions: SessionTable) -> CandidateIndex {
         var index = CandidateIndex()
-        let values = sessions.values
-        // Counted first, so that a restored daemon holds no growth slack.
-        var count = 0
-        var i = values.startIndex
-        while i != values.endIndex {
-            if belongs(values[i]) { count += 1 }
-            values.formIndex(after: &i)
-        }
-        index.entries.reserveCapacity(count)
-        index.bucketSlots.reserveCapacity(count)
-        i = values.startIndex
-        while i != values.endIndex {
-            if belongs(values[i]) { index.insert(Entry(values[i])) }
-            values.formIndex(after: &i)
+        // Read in place: a copy of each session out of the array would retain and release its
+        // references a million times over.
+        sessions.values.withUnsafeBufferPointer { values in
+            // Counted first, per footprint bucket too, so that a restored daemon holds no growth
+            // slack and no bucket is copied as it grows.
+            var perBucket = [Int](repeating: 0, count: bucketCount)
+            var count = 0
+            for i in values.indices where belongs(values[i]) {
+                count += 1
+                perBucket[bucket(values[i].footprint)] += 1
+            }
+            index.entries.reserveCapacity(count)
+            index.bucketSlots.reserveCapacity(count)
+            for b in perBucket.indices where perBucket[b] > 0 { index.buckets[b].reserveCapacity(perBucket[b]) }
+            for i in values.indices where belongs(values[i]) { index.insert(Entry(values[i])) }
         }
         index.arrivals = index.entries.map { Arrival(since: $0.backgroundSince, id: $0.id) }
             .sorted { ($0.since, $0.id) < ($1.since, $1.id) }

@@ -82,8 +82,9 @@ public struct LifecycleEngine: Sendable {
         // Each app's session set is filled once it is sized: grown insert by insert, its
         // rehashing cost as much as the inserts themselves.
         var appSessions = [[SessionID]](repeating: [], count: apps.records.count)
+        let cache = AppSlotCache(apps.records)
         try table.updateEach { (s: inout SceneSession) throws(LifecycleError) in
-            let slot = try restore(&s)
+            let slot = try restore(&s, cache)
             appSessions[slot].append(s.id)
         }
         sessions = table
@@ -109,8 +110,8 @@ public struct LifecycleEngine: Sendable {
 
     /// One restored session, checked and fixed up in place (no copy of the record, whose
     /// reference counting a million times over is a tenth of the restore); returns its app's slot.
-    private mutating func restore(_ session: inout SceneSession) throws(LifecycleError) -> Int {
-        guard let slot = apps.slot(of: session.app) else {
+    private mutating func restore(_ session: inout SceneSession, _ cache: AppSlotCache) throws(LifecycleError) -> Int {
+        guard let slot = cache.slot(of: session.app, in: apps) else {
             throw .invalidArgument(name: "snapshot", reason: "session \(session.id) belongs to unknown app \(session.app)")
         }
         guard session.id.rawValue < nextSessionNumber else {

@@ -21,6 +21,19 @@ public struct SessionTable: Sendable, Equatable {
         }
     }
 
+    /// Adopts `sessions` as they are, without a copy (the store's load: a million sessions in
+    /// id order are never held twice). Ids must be distinct.
+    public init(adopting sessions: consuming [SceneSession], name: String = "sessions") throws(LifecycleError) {
+        values = sessions
+        for i in values.indices {
+            let id = values[i].id
+            guard positions.position(id) == nil else {
+                throw .invalidArgument(name: name, reason: "session \(id) appears twice")
+            }
+            positions.set(id, i)
+        }
+    }
+
     public var count: Int { values.count }
     public var isEmpty: Bool { values.isEmpty }
     public var keys: LazyMapSequence<[SceneSession], SessionID> { values.lazy.map(\.id) }

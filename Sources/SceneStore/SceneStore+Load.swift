@@ -37,16 +37,21 @@ extension SceneStore {
     /// `deferringPayloads`: userInfo and restoration data larger than
     /// `savedPayloadInlineLimit` are not read, only their sizes (`SavedPayload.stored`): the
     /// daemon reads them when a caller needs them (`SavedDataReader`), and checks them then.
-    public func loadTables(deferringPayloads: Bool = false) throws(StoreError)
+    ///
+    /// `parallelAbove`: a sessions table spanning this many ids or more is read by two threads.
+    public func loadTables(deferringPayloads: Bool = false, parallelAbove: Int = SceneStore.parallelLoadSpan) throws(StoreError)
         -> (tables: EngineTables, quarantined: [QuarantinedRow], recordingFailure: StoreError?) {
         let (db, _) = try openConnection()
         var quarantined = dictionaryQuarantine
         var loaded: (apps: [AppRecord], sessions: SessionTable, tasks: [BackgroundTask], counters: EngineCounters)
-        try db.execute("BEGIN", "starting to load")
+        // IMMEDIATE: the write lock, held to the end, keeps any commit out while a second
+        // connection reads part of the sessions (see loadSessions); nothing is written.
+        try db.execute("BEGIN IMMEDIATE", "starting to load")
         do throws(StoreError) {
             var floors = Floors()
             let (apps, quarantinedApps) = try loadApps(db, &quarantined, &floors)
             let sessions = try loadSessions(db, quarantinedApps: quarantinedApps, deferring: deferringPayloads,
+                                            parallelAbove: parallelAbove,
                                             &quarantined, &floors)
             let tasks = try loadTasks(db, sessions: sessions, quarantinedApps: quarantinedApps, &quarantined, &floors)
             let stored = try readCounters(db)
@@ -75,6 +80,10 @@ extension SceneStore {
         loaded.sessions = SessionTable()  // `tables` holds the only reference: the engine adopts it without a copy
         return (tables, quarantined, recordingFailure)
     }
+
+    /// Below this span of session ids one thread reads them all: a second connection and
+    /// thread cost more than they save.
+    public static let parallelLoadSpan = 50_000
 
     /// The lowest counters above every identifier a row holds.
     private struct Floors {
@@ -151,100 +160,104 @@ extension SceneStore {
         return (apps, rejected)
     }
 
-    /// The hot path of start-up: a million rows in about a second (release build). App ids and
-    /// configuration names come from the in-memory dictionaries by index, so every session shares
-    /// one copy of each; only userInfo and restoration data are decoded (and checked) per row.
+    /// The sessions rows that check out, into one array in id order that the table adopts. A
+    /// table spanning `parallelAbove` ids or more is read in two id ranges at once: the upper on
+    /// a helper thread with a connection of its own, the lower here; each writes into its own
+    /// part of the array, sized by counting its range first. Both see the same snapshot: the
+    /// caller's transaction holds the write lock (BEGIN IMMEDIATE), so no commit can come
+    /// between this transaction's start and the helper's, and the helper is joined before it ends.
     private func loadSessions(_ db: SQLiteConnection, quarantinedApps: Set<Int64>, deferring: Bool,
-                              _ quarantined: inout [QuarantinedRow], _ floors: inout Floors)
+                              parallelAbove: Int, _ quarantined: inout [QuarantinedRow], _ floors: inout Floors)
         throws(StoreError) -> SessionTable {
-        let count = try db.integer("SELECT count(*) FROM sessions", "counting sessions") ?? 0
-        // Deferred, a large payload reads as NULL: SQLite then never loads its overflow pages.
-        let limit = savedPayloadInlineLimit
-        let payloads = deferring
-            ? "CASE WHEN user_info_size <= \(limit) THEN user_info END, "
-                + "CASE WHEN restoration_size <= \(limit) THEN restoration END"
-            : "user_info, restoration"
-        let s = try db.prepare("""
-            SELECT id, app, role, configuration, \(payloads), footprint, condition, scene_state,
-                   scene_instance, created_at, last_active_at, background_since, activations, restores,
-                   restore_cost_ms, protected, activation_score, user_info_size, restoration_size
-            FROM sessions ORDER BY id
-            """, persistent: false, "loading sessions")
-        defer { s.finalize() }
-        var sessions = SessionTable()
-        sessions.reserveCapacity(Int(clamping: count))
-        // Local copies: elements of a let array are lent to the calls below without the
-        // reference counting (and exclusivity checks) that reading the class's properties costs.
-        let appsByRef = self.appsByRef, configurationsByRef = self.configurationsByRef
-        while true {
-            let rc = s.step()
-            if rc == SQLITE_DONE { break }
-            guard rc == SQLITE_ROW else { throw db.error(rc, "loading sessions") }
-            let key = s.int64(0)
-            floors.session(key)
-            var check = RowCheck(s)
-            if !RowCheck.isStoredNumber(key) { check.fail("id \(key) is no session id") }
-            let appRef = check.integer(1, "app")
-            let app = Self.app(ref: appRef, appsByRef, quarantinedApps, &check)
-            let roleCode = check.integer(2, "role")
-            let role = StorageCodes.role(roleCode)
-            if check.isValid && role == nil { check.fail("role \(roleCode) is not one") }
-            let configurationRef = check.integer(3, "configuration")
-            var configuration = ""
-            if configurationRef > 0, configurationRef < configurationsByRef.count,
-               let name = configurationsByRef[Int(configurationRef)] {
-                configuration = name
-            } else {
-                check.fail("configuration reference \(configurationRef) names no configuration")
-            }
-            var userInfo: SavedPayload<UserInfo>
-            var restoration: SavedPayload<RestorationData?>
-            if deferring {
-                let userInfoSize = check.integer(18, "user_info_size")
-                let restorationSize = check.integer(19, "restoration_size")
-                if check.isValid && (userInfoSize < 0 || restorationSize < 0) {
-                    check.fail("a payload size is negative (\(userInfoSize), \(restorationSize))")
-                }
-                userInfo = userInfoSize > limit ? .stored(byteCount: Int(userInfoSize))
-                    : .held(UserInfo(json: check.jsonObject(4, "user_info")))
-                restoration = restorationSize > limit ? .stored(byteCount: Int(restorationSize))
-                    : .held(check.restoration(5, "restoration"))
-            } else {
-                userInfo = .held(UserInfo(json: check.jsonObject(4, "user_info")))
-                restoration = .held(check.restoration(5, "restoration"))
-            }
-            let footprint = check.unsigned(6, "footprint")
-            let conditionCode = check.integer(7, "condition")
-            let condition = StorageCodes.storedCondition(conditionCode)
-            if check.isValid && condition == nil { check.fail("condition \(conditionCode) is neither live nor archived") }
-            let stateCode = check.integer(8, "scene_state")
-            let sceneState = StorageCodes.sceneState(stateCode)
-            if check.isValid && sceneState == nil { check.fail("scene state \(stateCode) is not one") }
-            let sceneInstance = check.uint32(9, "scene_instance")
-            let createdAt = check.timestamp(10, "created_at")
-            let lastActiveAt = check.timestamp(11, "last_active_at")
-            let backgroundSince = check.timestamp(12, "background_since")
-            let activations = check.uint32(13, "activations")
-            let restores = check.uint32(14, "restores")
-            let restoreCost = check.uint32(15, "restore_cost_ms")
-            let isProtected = check.flag(16, "protected")
-            switch s.type(17) {
-            case SQLITE_NULL, SQLITE_FLOAT, SQLITE_INTEGER: break
-            default: check.fail("activation_score is \(RowCheck.typeName(s.type(17))), not a number")
-            }
-            if let problem = check.problem {
-                quarantined.append(QuarantinedRow(table: .sessions, key: key, reason: problem))
-                continue
-            }
-            // Keys are the table's primary key: each id comes once.
-            sessions[SessionID(UInt64(key))] = SceneSession(
-                id: SessionID(UInt64(key)), app: app!, role: role!, configurationName: configuration,
-                savedUserInfo: userInfo, savedRestoration: restoration, footprint: footprint,
-                condition: condition!, sceneState: sceneState!, sceneInstance: sceneInstance, createdAt: createdAt,
-                lastActiveAt: lastActiveAt, backgroundSince: backgroundSince, activations: activations,
-                restores: restores, restoreCostMs: restoreCost, isProtected: isProtected, activationScore: s.double(17))
+        let loader = SessionLoader(appsByRef: appsByRef, configurationsByRef: configurationsByRef,
+                                   quarantinedApps: quarantinedApps, deferring: deferring)
+        guard let low = try db.integer("SELECT min(id) FROM sessions", "finding the first session"),
+              let high = try db.integer("SELECT max(id) FROM sessions", "finding the last session") else {
+            return SessionTable()
         }
-        return sessions
+        // Split by the id span, which costs nothing to know (a count reads every page): ids are
+        // handed out in order, so the span is the rows ever made, and the live ones are spread
+        // over it; a lopsided split is only slower, never wrong.
+        let mid = low + (high - low) / 2
+        let ranges = high - low >= Int64(parallelAbove) ? [low...mid, (mid + 1)...high] : [low...high]
+        lastLoadRanges = ranges.count
+        var counts: [Int] = []
+        for r in ranges {
+            let n = try db.integer("SELECT count(*) FROM sessions WHERE id BETWEEN \(r.lowerBound) AND \(r.upperBound)",
+                                   "counting sessions") ?? 0
+            counts.append(Int(n))
+        }
+        let total = counts.reduce(0, +)
+        var found: [SessionLoader.Rows] = []
+        var failure: StoreError?
+        let sessions = [SceneSession](unsafeUninitializedCapacity: total) { buffer, initialized in
+            let base = buffer.baseAddress ?? UnsafeMutablePointer<SceneSession>.allocate(capacity: 0)
+            HugePages.advise(UnsafeMutableRawPointer(base), bytes: total * MemoryLayout<SceneSession>.stride)
+            var helper: HelperThread<Result<SessionLoader.Rows, StoreError>>?
+            if ranges.count == 2 {
+                let upper = UncheckedPointer(base + counts[0])
+                let (path, range, capacity) = (self.path, ranges[1], counts[1])
+                helper = HelperThread { () -> Result<SessionLoader.Rows, StoreError> in
+                    Result { () throws(StoreError) in
+                        try SceneStore.readOnHelperConnection(path: path, loader, range, upper.pointer, capacity)
+                    }
+                }
+            }
+            var own = Result { () throws(StoreError) in try loader.read(db, ids: ranges[0], into: base, capacity: counts[0]) }
+            var upper: Result<SessionLoader.Rows, StoreError>?
+            if let helper { upper = helper.join() }
+            // A failure on either side: the other side's sessions are let go, nothing is kept.
+            if case .failure(let e) = upper, case .success(let rows) = own {
+                base.deinitialize(count: rows.written)
+                own = .failure(e)
+            }
+            if case .failure = own, case .success(let rows) = upper {
+                (base + counts[0]).deinitialize(count: rows.written)
+                upper = nil
+            }
+            switch own {
+            case .failure(let e):
+                failure = e
+                initialized = 0
+            case .success(let rows):
+                found.append(rows)
+                initialized = rows.written
+                if case .success(let more) = upper {
+                    found.append(more)
+                    // Rows quarantined in the lower range leave a gap: the upper part moves down.
+                    if rows.written < counts[0] {
+                        (base + rows.written).moveInitialize(from: base + counts[0], count: more.written)
+                    }
+                    initialized += more.written
+                }
+            }
+        }
+        if let failure { throw failure }
+        for rows in found {
+            quarantined += rows.quarantined
+            floors.session = max(floors.session, rows.sessionFloor)
+        }
+        do throws(LifecycleError) {
+            return try SessionTable(adopting: sessions, name: "sessions")
+        } catch {
+            // Keys are the table's primary key and the ranges are disjoint: each id comes once.
+            throw corrupt("\(error)")
+        }
+    }
+
+    /// The upper range's read, on the helper thread: a connection of its own, read-only.
+    private static func readOnHelperConnection(path: String, _ loader: SessionLoader, _ range: ClosedRange<Int64>,
+                                               _ buffer: UnsafeMutablePointer<SceneSession>, _ capacity: Int)
+        throws(StoreError) -> SessionLoader.Rows {
+        let db = try SQLiteConnection(path: path)
+        defer { db.close() }
+        try db.execute("""
+            PRAGMA query_only = ON;
+            PRAGMA cache_size = -\(Tuning.readerCacheKiB);
+            PRAGMA cell_size_check = ON;
+            PRAGMA trusted_schema = OFF;
+            """, "configuring the second loading connection")
+        return try loader.read(db, ids: range, into: buffer, capacity: capacity)
     }
 
     /// `sessions`: the loaded ones. A task must name a loaded session of its own app, or none.
@@ -265,7 +278,7 @@ extension SceneStore {
             var check = RowCheck(s)
             if !RowCheck.isStoredNumber(key) { check.fail("token \(key) is no task token") }
             let appRef = check.integer(1, "app")
-            let app = Self.app(ref: appRef, appsByRef, quarantinedApps, &check)
+            let app = SessionLoader.app(ref: appRef, appsByRef, quarantinedApps, &check)
             var session: SessionID?
             if let n = check.optionalInteger(2, "session") {
                 floors.session(n)
@@ -289,19 +302,5 @@ extension SceneStore {
                                         beganAt: beganAt, expirationSentAt: expirationSentAt))
         }
         return tasks
-    }
-
-    // MARK: - Row checks: a value out of range is damage, reported, never trapped on.
-
-    /// The app a session or task row names, if it is stored and not quarantined.
-    private static func app(ref: Int64, _ appsByRef: [AppID?], _ quarantinedApps: Set<Int64>,
-                            _ check: inout RowCheck) -> AppID? {
-        guard check.isValid else { return nil }
-        guard ref > 0, ref < appsByRef.count, let app = appsByRef[Int(ref)] else {
-            check.fail("app reference \(ref) names no app")
-            return nil
-        }
-        if quarantinedApps.contains(ref) { check.fail("its app \(app) (apps row \(ref)) is quarantined") }
-        return app
     }
 }

@@ -43,6 +43,9 @@ public final class SceneStore {
     var sessionFloor: UInt64 = 1
     var taskFloor: UInt64 = 1
 
+    /// How many id ranges the last load read the sessions in, each on its own thread (tests).
+    var lastLoadRanges = 0
+
     /// Apps and configurations rows found damaged when the dictionaries were read at open.
     var dictionaryQuarantine: [QuarantinedRow] = []
     /// Event-log rows found damaged when read, and those of them not yet in the quarantine table.

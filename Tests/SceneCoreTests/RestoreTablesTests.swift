@@ -30,6 +30,43 @@ import Testing
         do { return "\(try e.handle(c, now: t, effects: &fx))" } catch { return "\(error)" }
     }
 
+    /// The restore finds each session's app by the address of the id's storage when the store
+    /// shares it: an id with storage of its own (a copy), or none (a small string), is found
+    /// by value all the same, and never taken for another app.
+    @Test func appSlotsAreFoundWhateverStorageTheIdsHave() throws {
+        let long = (0..<40).map { AppID("com.example.an-app-with-a-long-name\($0)")! }
+        let short = (0..<40).map { AppID("a.b\($0)")! }
+        let records = (long + short).map { AppRecord(id: $0) }
+        var table = AppTable()
+        for r in records { _ = table.insert(r) }
+        let cache = AppSlotCache(table.records)
+        for (slot, id) in (long + short).enumerated() {
+            let copy = AppID(String(decoding: Array(id.rawValue.utf8), as: UTF8.self))!
+            #expect(cache.slot(of: table.records[slot].id, in: table) == slot)
+            #expect(cache.slot(of: copy, in: table) == slot)
+        }
+        #expect(cache.slot(of: AppID("com.example.unknown")!, in: table) == nil)
+        #expect(cache.slot(of: AppID("x.y")!, in: table) == nil)
+
+        // A whole restore with every session's app id a copy is the restore with shared ones.
+        var generator = CommandGenerator(seed: 9, appCount: 6)
+        var engine = LifecycleEngine()
+        var effects: [Effect] = []
+        for _ in 1...600 {
+            let (command, time) = generator.next(engine)
+            _ = try? engine.handle(command, now: time, effects: &effects)
+        }
+        var snapshot = engine.snapshot
+        let shared = try LifecycleEngine(restoring: Self.tables(snapshot))
+        for i in snapshot.sessions.indices {
+            snapshot.sessions[i].app = AppID(String(decoding: Array(snapshot.sessions[i].app.rawValue.utf8), as: UTF8.self))!
+        }
+        let copied = try LifecycleEngine(restoring: Self.tables(snapshot))
+        Self.expectSame(copied, engine, seed: 9, step: 600)
+        #expect(copied.snapshot == shared.snapshot)
+        #expect(copied.candidates == shared.candidates)
+    }
+
     @Test(arguments: [UInt64(1), 2, 3, 4, 5, 6])
     func randomEnginesRestoreTheSameByBothPaths(seed: UInt64) throws {
         var generator = CommandGenerator(seed: seed, appCount: 6)

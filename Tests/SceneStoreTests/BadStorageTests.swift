@@ -144,6 +144,29 @@ import SceneCore
         }
     }
 
+    /// Read on two threads, a damaged page in either id range fails the whole load (the other
+    /// range's sessions let go), leaves the file as it was, and the store can load again.
+    @Test(arguments: [1, 2, 3])
+    func damagedSessionPageFailsATwoThreadLoad(_ quarters: Int) throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.file("scened.db")
+            try makeDatabase(path, sessions: 3000)
+            let leaves = try pages(of: "sessions", path)
+            // A quarter, a half or three quarters of the way through the pages (in id order).
+            damagePage(leaves[leaves.count * quarters / 4], path)
+            let before = readWholeFile(path)
+            let store = try SceneStore(path: path, durability: .full)
+            for _ in 0..<2 {
+                let error = try #require(throws: StoreError.self) { try store.loadTables(parallelAbove: 0) }
+                #expect(error.kind == .corrupt)
+                #expect(store.lastLoadRanges == 2)
+            }
+            store.close()
+            let unchanged = readWholeFile(path) == before
+            #expect(unchanged)
+        }
+    }
+
     @Test func damagedEventLogPageFailsTheOpen() throws {
         try withTemporaryDirectory { dir in
             let path = dir.file("scened.db")

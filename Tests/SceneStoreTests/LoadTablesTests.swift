@@ -25,24 +25,28 @@ import SceneCore
                             restoreCostMs: 0, isProtected: n % 11 == 0, activationScore: Double(n) / 8)
     }
 
+    /// A database at `path` holding `sessions` of the three apps, and `tasks`.
+    static func store(_ sessions: [SceneSession], _ path: String, nextTaskNumber: UInt64, tasks: [BackgroundTask]) throws {
+        let store = try SceneStore(path: path, durability: .off)
+        try store.commit(StoreBatch(sessions: sessions, apps: [AppRecord(id: mail), AppRecord(id: maps), AppRecord(id: notes)],
+                                    tasks: tasks,
+                                    counters: EngineCounters(clock: at(5), nextSequence: 1,
+                                                             nextSessionNumber: UInt64(sessions.count + 1),
+                                                             nextTaskNumber: nextTaskNumber)))
+        store.close()
+    }
+
     @Test func tablesMatchTheSnapshotAndADamagedRowAmongManyIsQuarantined() throws {
         try withTemporaryDirectory { dir in
             let path = dir.file("scened.db")
             let sessions = (1...3_000).map { Self.session(UInt64($0)) }
-            do {
-                let store = try SceneStore(path: path, durability: .off)
-                try store.commit(StoreBatch(sessions: sessions,
-                                            apps: [AppRecord(id: mail), AppRecord(id: maps), AppRecord(id: notes)],
-                                            tasks: [BackgroundTask(token: TaskToken(1), app: [mail, maps, notes][1777 % 3],
-                                                                   session: SessionID(1777), name: "kept", beganAt: at(4),
-                                                                   expirationSentAt: nil),
-                                                    BackgroundTask(token: TaskToken(2), app: [mail, maps, notes][1234 % 3],
-                                                                   session: SessionID(1234), name: "goes", beganAt: at(4),
-                                                                   expirationSentAt: nil)],
-                                            counters: EngineCounters(clock: at(5), nextSequence: 1,
-                                                                     nextSessionNumber: 3_001, nextTaskNumber: 3)))
-                store.close()
-            }
+            let apps = [mail, maps, notes]
+            try Self.store(sessions, path, nextTaskNumber: 3, tasks: [
+                BackgroundTask(token: TaskToken(1), app: apps[1777 % 3], session: SessionID(1777), name: "kept",
+                               beganAt: at(4), expirationSentAt: nil),
+                BackgroundTask(token: TaskToken(2), app: apps[1234 % 3], session: SessionID(1234), name: "goes",
+                               beganAt: at(4), expirationSentAt: nil),
+            ])
             try withConnection(path) { db in
                 try db.execute("PRAGMA ignore_check_constraints = ON; "
                                    + "UPDATE sessions SET user_info = '{\"a\":' WHERE id = 1234; "
@@ -73,6 +77,38 @@ import SceneCore
             // Rows quarantined stay taken: the next session is past them.
             #expect(fromTables.nextSessionNumber == 3_001)
             store.close()
+        }
+    }
+
+    /// A table read in two id ranges on two threads (start-up with a large table) is the table
+    /// read in one: the same sessions in the same order, the same rows quarantined (one in each
+    /// range) and the same counters.
+    @Test func twoRangesReadOnTwoThreadsGiveWhatOneRangeGives() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.file("scened.db")
+            try Self.store((1...3_000).map { Self.session(UInt64($0)) }, path, nextTaskNumber: 1, tasks: [])
+            try withConnection(path) { db in
+                try db.execute("PRAGMA ignore_check_constraints = ON; "
+                                   + "UPDATE sessions SET role = 77 WHERE id = 10; "
+                                   + "UPDATE sessions SET user_info = '[1]' WHERE id = 2500; "
+                                   // Quarantined rows in the lower range leave a gap the upper one closes.
+                                   + "UPDATE sessions SET footprint = 'x' WHERE id BETWEEN 1400 AND 1410", "damaging")
+            }
+            for deferring in [false, true] {
+                let store = try SceneStore(path: path, durability: .off)
+                let one = try store.loadTables(deferringPayloads: deferring, parallelAbove: .max)
+                #expect(store.lastLoadRanges == 1)
+                let two = try store.loadTables(deferringPayloads: deferring, parallelAbove: 0)
+                #expect(store.lastLoadRanges == 2)
+                #expect(one.quarantined.count == 13)
+                #expect(two.quarantined == one.quarantined)
+                #expect(two.tables.sessions.values == one.tables.sessions.values, "same sessions, same (id) order")
+                #expect(two.tables.sessions.values.map(\.id) == one.tables.sessions.values.map(\.id).sorted())
+                #expect(two.tables.sessions.allSatisfy { two.tables.sessions[$0.key]?.id == $0.key })
+                #expect(two.tables.nextSessionNumber == one.tables.nextSessionNumber)
+                #expect(two.tables.sessions.count == 3_000 - 13)
+                store.close()
+            }
         }
     }
 }

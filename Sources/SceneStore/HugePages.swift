@@ -1,0 +1,17 @@
+import Glibc
+
+/// Transparent huge pages for a large array about to be filled: 2 MiB pages instead of 4 KiB
+/// ones, so filling a million sessions (96 MB) takes ~50 page faults instead of ~24,000, each
+/// of which zeroes a page under the process's memory lock (a tenth of the start-up, measured).
+/// Only whole huge pages inside the range are advised; the kernel may still decline.
+enum HugePages {
+    static let size = 2 << 20
+
+    static func advise(_ start: UnsafeMutableRawPointer, bytes: Int) {
+        guard bytes >= 2 * size else { return }
+        let first = (Int(bitPattern: start) + size - 1) & ~(size - 1)
+        let end = (Int(bitPattern: start) + bytes) & ~(size - 1)
+        guard end > first, let aligned = UnsafeMutableRawPointer(bitPattern: first) else { return }
+        _ = madvise(aligned, end - first, MADV_HUGEPAGE)
+    }
+}
