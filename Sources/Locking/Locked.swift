@@ -1,15 +1,23 @@
+#if SCENED_PTHREAD_LOCK
 import Glibc
+#else
+import Synchronization
+#endif
 
-/// A value behind a pthread mutex, with `Mutex`'s `withLock`: the project's one lock (the
+/// A value behind Synchronization's `Mutex`, with its `withLock`: the project's one lock (the
 /// daemon's commit thread and load heartbeat, scenectl's monitor feed, the test support and
-/// scened-bench all use it; guarding no value, it is `Locked(())`).
+/// scened-bench all use it; guarding no value, it is `Locked(())`). A class, so that the lock
+/// is shared by reference and never moves.
 ///
-/// Not Synchronization's `Mutex`, on purpose: on Linux that one locks with futexes inside the
-/// uninstrumented standard library, so ThreadSanitizer does not see it and reports every access
-/// it guards as a race (it did, when LoadHeartbeat used it); `Fuzz/sanitize` runs the suite
-/// under ThreadSanitizer, which does see pthread mutexes.
+/// Under ThreadSanitizer (`Fuzz/sanitize thread` builds with `-DSCENED_PTHREAD_LOCK`) it is a
+/// pthread mutex instead: on Linux `Mutex` locks with futexes inside the uninstrumented
+/// standard library, so ThreadSanitizer does not see it and reports every access it guards as
+/// a race (it did, when LoadHeartbeat used it), and a probe of `Mutex` under it crashed the
+/// sanitizer's runtime. ThreadSanitizer does see pthread mutexes; both give `withLock` the same
+/// meaning, so what it checks (every shared access under the lock) holds for both.
 public final class Locked<Value>: @unchecked Sendable {
-    // @unchecked: the mutex itself is the synchronisation.
+    // @unchecked: the lock is the synchronisation; the value is reached only inside withLock.
+#if SCENED_PTHREAD_LOCK
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     /// The value and a spare byte: a zero-sized value (`Locked(())`) would share its address with
     /// `mutex`, and ThreadSanitizer took the exclusive access `body(&value)` makes for a write
@@ -34,4 +42,14 @@ public final class Locked<Value>: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         return try body(&storage.value)
     }
+#else
+    private let mutex = Mutex<Void>(())
+    private var value: Value
+
+    public init(_ value: Value) { self.value = value }
+
+    public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        try mutex.withLock { _ in try body(&value) }
+    }
+#endif
 }

@@ -11,8 +11,8 @@ final class LoadHeartbeat: Sendable {
     /// Each extension covers three intervals: a late tick must not let the timeout strike.
     static let defaultInterval: UInt64 = 2_000_000
 
-    // The project's pthread lock rather than Synchronization.Mutex: ThreadSanitizer sees
-    // through it (it reported Mutex's futex handoff here as a race).
+    // The project's lock (a pthread mutex under ThreadSanitizer, which reported Mutex's
+    // futex handoff here as a race; see Locked).
     private let stopped = Locked(false)
     let interval: UInt64
 
