@@ -82,9 +82,9 @@ public struct LifecycleEngine: Sendable {
         // Each app's session set is filled once it is sized: grown insert by insert, its
         // rehashing cost as much as the inserts themselves.
         var appSessions = [[SessionID]](repeating: [], count: apps.records.count)
-        let cache = AppSlotCache(apps.records)
+        var cache = AppSlotCache(apps.records)
         try table.updateEach { (s: inout SceneSession) throws(LifecycleError) in
-            let slot = try restore(&s, cache)
+            let slot = try restore(&s, &cache)
             appSessions[slot].append(s.id)
         }
         sessions = table
@@ -110,7 +110,7 @@ public struct LifecycleEngine: Sendable {
 
     /// One restored session, checked and fixed up in place (no copy of the record, whose
     /// reference counting a million times over is a tenth of the restore); returns its app's slot.
-    private mutating func restore(_ session: inout SceneSession, _ cache: AppSlotCache) throws(LifecycleError) -> Int {
+    private mutating func restore(_ session: inout SceneSession, _ cache: inout AppSlotCache) throws(LifecycleError) -> Int {
         guard let slot = cache.slot(of: session.app, in: apps) else {
             throw .invalidArgument(name: "snapshot", reason: "session \(session.id) belongs to unknown app \(session.app)")
         }

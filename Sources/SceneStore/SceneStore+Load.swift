@@ -197,9 +197,10 @@ extension SceneStore {
             if ranges.count == 2 {
                 let upper = UncheckedPointer(base + counts[0])
                 let (path, range, capacity) = (self.path, ranges[1], counts[1])
+                let helperLoader = loader.withOwnStrings()
                 helper = HelperThread { () -> Result<SessionLoader.Rows, StoreError> in
                     Result { () throws(StoreError) in
-                        try SceneStore.readOnHelperConnection(path: path, loader, range, upper.pointer, capacity)
+                        try SceneStore.readOnHelperConnection(path: path, helperLoader, range, upper.pointer, capacity)
                     }
                 }
             }

@@ -39,7 +39,7 @@ import Testing
         let records = (long + short).map { AppRecord(id: $0) }
         var table = AppTable()
         for r in records { _ = table.insert(r) }
-        let cache = AppSlotCache(table.records)
+        var cache = AppSlotCache(table.records)
         for (slot, id) in (long + short).enumerated() {
             let copy = AppID(String(decoding: Array(id.rawValue.utf8), as: UTF8.self))!
             #expect(cache.slot(of: table.records[slot].id, in: table) == slot)
