@@ -64,6 +64,7 @@ struct ConnectionMachineTests {
             for event in Self.events {
                 var m = make()
                 let before = m.phase
+                let outputBefore = m.outputBytes
                 let action = m.on(event)
                 let what = "\(name) + \(event) → \(action), \(m.phase)"
                 // Closing is the machine's decision, and only it closes.
@@ -95,14 +96,36 @@ struct ConnectionMachineTests {
                 }
                 if m.deferredBytes > 0 { #expect(!m.mayQueueLiveOutput(0), "\(what)") }
                 #expect(m.exceedsOutputLimit == (m.outputBytes + m.deferredBytes > m.budget.maxOutputBytes), "\(what)")
-                // The epoll interest asks to write exactly when there is output to write.
-                if m.interest.registered { #expect(m.interest.write == (m.outputBytes > 0), "\(what)") }
+                // The epoll interest asks to write exactly when the socket refused output that is
+                // still unsent; output it has not refused is written by the action that queued it.
+                if m.interest.registered { #expect(m.interest.write == (m.outputBytes > 0 && m.writeBlocked), "\(what)") }
+                if m.outputBytes > outputBefore && !m.writeBlocked { #expect(action == .write, "\(what)") }
                 // Whatever is left to do shows up as needing service or an epoll interest,
                 // so nothing can be forgotten (the first release's wedge).
                 if m.phase != .closed, m.hasCall, m.mayHandleCalls { #expect(m.needsService, "\(what)") }
                 if m.isFinished { #expect(m.needsService, "\(what)") }
             }
         }
+    }
+
+    @Test("epoll is asked for room to write only after the socket refused output, until it has room")
+    func writeInterestFollowsRefusal() {
+        var m = M(now: Self.t0)
+        #expect(m.on(.outputAdded(bytes: 20)) == .write)
+        #expect(!m.interest.write, "output not yet tried is written by the pass, not on EPOLLOUT")
+        #expect(m.on(.wrote(bytes: 5)) == .none)
+        #expect(m.on(.writeWouldBlock) == .none)
+        #expect(m.interest.write && m.outputBytes == 15)
+        // More output while refused: still waiting for room, and the write is tried once more.
+        #expect(m.on(.outputAdded(bytes: 10)) == .write)
+        #expect(m.interest.write)
+        #expect(m.on(.writable) == .write)
+        #expect(!m.interest.write, "room came: the write is tried, and asks again only if refused again")
+        #expect(m.on(.wrote(bytes: 25)) == .none)
+        #expect(m.outputBytes == 0 && !m.interest.write && !m.writeBlocked)
+        // A refusal with nothing left to write asks for nothing.
+        #expect(m.on(.writeWouldBlock) == .none)
+        #expect(!m.interest.write)
     }
 
     @Test("the expected action for the pairs that decide a connection's fate", arguments: [

@@ -64,7 +64,7 @@ extension ConnectionMachine {
     var interest: Interest {
         switch phase {
         case .serving, .inputClosed, .ending:
-            return Interest(read: mayRead, write: outputBytes > 0, registered: true)
+            return Interest(read: mayRead, write: outputBytes > 0 && writeBlocked, registered: true)
         case .peerGone, .closed:
             return .none
         }
