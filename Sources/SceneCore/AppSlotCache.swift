@@ -18,7 +18,7 @@ struct AppSlotCache {
         slots = [Int32](repeating: -1, count: size)
         mask = size - 1
         for (slot, record) in records.enumerated() {
-            if let address = Self.address(record.id) { keep(address, slot) }
+            if !Self.isSmall(record.id), let address = Self.address(record.id) { keep(address, slot) }
         }
     }
 

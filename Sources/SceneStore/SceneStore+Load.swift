@@ -191,7 +191,8 @@ extension SceneStore {
         var found: [SessionLoader.Rows] = []
         var failure: StoreError?
         let sessions = [SceneSession](unsafeUninitializedCapacity: total) { buffer, initialized in
-            let base = buffer.baseAddress ?? UnsafeMutablePointer<SceneSession>.allocate(capacity: 0)
+            // At least the rows at `low` and `high`: never an empty buffer.
+            guard let base = buffer.baseAddress else { return }
             HugePages.advise(UnsafeMutableRawPointer(base), bytes: total * MemoryLayout<SceneSession>.stride)
             var helper: HelperThread<Result<SessionLoader.Rows, StoreError>>?
             if ranges.count == 2 {
