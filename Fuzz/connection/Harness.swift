@@ -54,6 +54,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         now &+= UInt64(magnitude) * 1000
         m.contended = code & 0x10 != 0
         let before = m.phase
+        let outputBefore = m.outputBytes
         let action: ConnectionMachine.Action
         if code == 255 {
             action = m.serviceAction()
@@ -67,7 +68,10 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
             require(m.interest == .none && m.outputBytes == 0 && m.heldReplies == 0 && action != .write, what)
         }
         require(m.heldReplies >= 0 && m.heldBytes >= 0 && m.outputBytes >= 0 && m.partialBytes >= 0, what)
-        if m.interest.registered { require(m.interest.write == (m.outputBytes > 0), what) }
+        // epoll is asked for room only once the socket refused output; output it has not
+        // refused is written by the action that queued it.
+        if m.interest.registered { require(m.interest.write == (m.outputBytes > 0 && m.writeBlocked), what) }
+        if m.outputBytes > outputBefore && !m.writeBlocked { require(action == .write, what) }
         if m.phase == .serving { require(!m.isFinished, what) }
         if m.hasCall { require(!m.mayRead, what) }
         if m.phase != .closed, m.hasCall, m.mayHandleCalls { require(m.needsService, what) }
