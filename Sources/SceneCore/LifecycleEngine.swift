@@ -83,9 +83,11 @@ public struct LifecycleEngine: Sendable {
         // rehashing cost as much as the inserts themselves.
         var appSessions = [[SessionID]](repeating: [], count: apps.records.count)
         var cache = AppSlotCache(apps.records)
+        var collected = CandidateIndex.Collector(capacity: table.count)
         try table.updateEach { (s: inout SceneSession) throws(LifecycleError) in
             let slot = try restore(&s, &cache)
             appSessions[slot].append(s.id)
+            withUnsafePointer(to: &s) { collected.offer($0) }
         }
         sessions = table
         for slot in appSessions.indices where !appSessions[slot].isEmpty {
@@ -105,7 +107,7 @@ public struct LifecycleEngine: Sendable {
             if apps.records[slot].process != .notRunning { residentBytes &+= apps.records[slot].baseFootprint }
             schedule(slot)
         }
-        candidates = CandidateIndex.build(sessions)
+        candidates = CandidateIndex(restoring: collected)
     }
 
     /// One restored session, checked and fixed up in place (no copy of the record, whose
@@ -124,8 +126,10 @@ public struct LifecycleEngine: Sendable {
         // the store's sessions already share their app record's (comparing identical strings
         // costs nothing; replacing one costs two atomic reference count changes).
         if session.app != apps.records[slot].id { session.app = apps.records[slot].id }
-        let details = shared(session.details)
-        if details !== session.details { session.details = details }
+        if let own = session.ownDetails {
+            let details = shared(own)
+            if details !== own { session.details = details }
+        }
         session.appSlot = Int32(slot)
         if session.condition != .live { session.sceneState = .unattached }
         if session.condition == .live && session.sceneState != .unattached {

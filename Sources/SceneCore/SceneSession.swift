@@ -10,9 +10,11 @@ public struct SceneSession: Sendable, Equatable {
     public let id: SessionID
     /// Settable inside the core only: a restored session takes its app record's copy of the id.
     public internal(set) var app: AppID
-    /// configurationName, userInfo and restoration: one reference instead of 49 bytes inline,
-    /// and one object shared by every session that has the defaults (see SessionDetails).
-    var details: SessionDetails
+    /// configurationName, userInfo and restoration: one reference instead of 49 bytes inline
+    /// (see SessionDetails), or none for the defaults (`SessionDetails.standard`), which most
+    /// sessions have: a million sessions restored on two threads all counting references to the
+    /// one standard object contended for its cache line.
+    private(set) var ownDetails: SessionDetails?
     /// Bytes this session's scene holds while connected; what a disconnect frees.
     public var footprint: UInt64
     public let createdAt: Timestamp
@@ -64,7 +66,7 @@ public struct SceneSession: Sendable, Equatable {
         self.id = id
         self.app = app
         self.role = role
-        details = SessionDetails.make(configurationName, savedUserInfo, savedRestoration)
+        ownDetails = SessionDetails.unlessStandard(configurationName, savedUserInfo, savedRestoration)
         self.footprint = footprint
         self.condition = condition
         self.sceneState = sceneState
@@ -80,6 +82,11 @@ public struct SceneSession: Sendable, Equatable {
     }
 
     public var isConnected: Bool { condition == .live }
+
+    var details: SessionDetails {
+        get { ownDetails ?? SessionDetails.standard }
+        set { ownDetails = newValue === SessionDetails.standard ? nil : newValue }
+    }
 
     public var configurationName: String { details.configurationName }
 
@@ -181,9 +188,16 @@ final class SessionDetails: Sendable, Equatable {
 
     static func make(_ configurationName: String, _ userInfo: SavedPayload<UserInfo>,
                      _ restoration: SavedPayload<RestorationData?>) -> SessionDetails {
-        if restoration == standard.restoration, userInfo == standard.userInfo,
-           configurationName == standard.configurationName {
-            return standard
+        unlessStandard(configurationName, userInfo, restoration) ?? standard
+    }
+
+    /// New details, or nil for the standard ones: compared with constants, without touching
+    /// the standard object (whose reference count every thread would write).
+    static func unlessStandard(_ configurationName: String, _ userInfo: SavedPayload<UserInfo>,
+                               _ restoration: SavedPayload<RestorationData?>) -> SessionDetails? {
+        if case .held(nil) = restoration, case .held(let u) = userInfo, u == .empty,
+           configurationName == ConnectRequest.defaultConfigurationName {
+            return nil
         }
         return SessionDetails(configurationName, userInfo, restoration)
     }

@@ -65,6 +65,44 @@ struct SessionPositions: Sendable {
         }
     }
 
+    /// Positions 0..<count for the ids `id(0..<count)`, none held yet, in any order: what
+    /// `set` one by one gives, but a run of ids on one page (ids in order, as a restore gives
+    /// them) is written at once instead of through the nested arrays id by id. Returns the
+    /// first id found already held (a duplicate), its position and those after it unset.
+    @inline(__always)
+    mutating func setAll(count: Int, _ id: (Int) -> SessionID) -> SessionID? {
+        let mask = UInt64(Self.pageSize - 1)
+        var i = 0
+        while i < count {
+            let first = id(i)
+            if position(first) != nil { return first }
+            set(first, i)
+            let page = first.rawValue >> UInt64(Self.pageShift)
+            i += 1
+            // Numbers kept far have no page to write into: one at a time.
+            guard page < UInt64(pages.count), !pages[Int(page)].isEmpty else { continue }
+            var added: Int32 = 0
+            var duplicate: SessionID?
+            pages[Int(page)].withUnsafeMutableBufferPointer { slots in
+                while i < count {
+                    let n = id(i).rawValue
+                    guard n >> UInt64(Self.pageShift) == page else { break }
+                    let slot = Int(n & mask)
+                    guard slots[slot] == 0 else {
+                        duplicate = SessionID(n)
+                        break
+                    }
+                    slots[slot] = Int32(i + 1)
+                    added += 1
+                    i += 1
+                }
+            }
+            held[Int(page)] += added
+            if let duplicate { return duplicate }
+        }
+        return nil
+    }
+
     /// Pages that hold a position.
     var pageCount: Int { pages.count { !$0.isEmpty } }
 }

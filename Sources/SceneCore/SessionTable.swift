@@ -25,13 +25,8 @@ public struct SessionTable: Sendable, Equatable {
     /// id order are never held twice). Ids must be distinct.
     public init(adopting sessions: consuming [SceneSession], name: String = "sessions") throws(LifecycleError) {
         values = sessions
-        for i in values.indices {
-            let id = values[i].id
-            guard positions.position(id) == nil else {
-                throw .invalidArgument(name: name, reason: "session \(id) appears twice")
-            }
-            positions.set(id, i)
-        }
+        let duplicate = values.withUnsafeBufferPointer { values in positions.setAll(count: values.count) { values[$0].id } }
+        if let duplicate { throw .invalidArgument(name: name, reason: "session \(duplicate) appears twice") }
     }
 
     public var count: Int { values.count }

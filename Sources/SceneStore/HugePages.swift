@@ -14,4 +14,13 @@ enum HugePages {
         guard end > first, let aligned = UnsafeMutableRawPointer(bitPattern: first) else { return }
         _ = madvise(aligned, end - first, MADV_HUGEPAGE)
     }
+
+    /// Memory no longer used (uninitialized again) handed back: the whole pages inside the range.
+    static func release(_ start: UnsafeMutableRawPointer, bytes: Int) {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let first = (Int(bitPattern: start) + page - 1) & ~(page - 1)
+        let end = (Int(bitPattern: start) + bytes) & ~(page - 1)
+        guard end > first, let aligned = UnsafeMutableRawPointer(bitPattern: first) else { return }
+        _ = madvise(aligned, end - first, MADV_DONTNEED)
+    }
 }

@@ -163,7 +163,7 @@ extension SceneStore {
     /// The sessions rows that check out, into one array in id order that the table adopts. A
     /// table spanning `parallelAbove` ids or more is read in two id ranges at once: the upper on
     /// a helper thread with a connection of its own, the lower here; each writes into its own
-    /// part of the array, sized by counting its range first. Both see the same snapshot: the
+    /// part of the array, sized by its id span or by counting its rows. Both see the same snapshot: the
     /// caller's transaction holds the write lock (BEGIN IMMEDIATE), so no commit can come
     /// between this transaction's start and the helper's, and the helper is joined before it ends.
     private func loadSessions(_ db: SQLiteConnection, quarantinedApps: Set<Int64>, deferring: Bool,
@@ -177,16 +177,31 @@ extension SceneStore {
         }
         // Split by the id span, which costs nothing to know (a count reads every page): ids are
         // handed out in order, so the span is the rows ever made, and the live ones are spread
-        // over it; a lopsided split is only slower, never wrong.
-        let mid = low + (high - low) / 2
-        let ranges = high - low >= Int64(parallelAbove) ? [low...mid, (mid + 1)...high] : [low...high]
+        // over it; a lopsided split is only slower, never wrong. Damaged rows may hold any ids:
+        // a span too wide for Int64 is read in one range.
+        let (span, overflow) = high.subtractingReportingOverflow(low)
+        let split = !overflow && span > 0 && span >= Int64(parallelAbove)
+        let ranges = split ? [low...(low + span / 2), (low + span / 2 + 1)...high] : [low...high]
         lastLoadRanges = ranges.count
+        // Each range gets its own part of the array. Counting the whole table is quick (SQLite
+        // counts a b-tree's cells without reading rows), counting a range is not (50 ms per
+        // half a million rows, before either thread starts): where ids are dense, each part is
+        // sized by its id span, which holds every row it can have, and the gap left by missing
+        // ids is closed after.
+        let rowCount = Int(try db.integer("SELECT count(*) FROM sessions", "counting sessions") ?? 0)
         var counts: [Int] = []
-        for r in ranges {
-            let n = try db.integer("SELECT count(*) FROM sessions WHERE id BETWEEN \(r.lowerBound) AND \(r.upperBound)",
-                                   "counting sessions") ?? 0
-            counts.append(Int(n))
+        if !split {
+            counts = [rowCount]
+        } else if span < Int64(rowCount + rowCount / 4) {
+            counts = ranges.map { Int($0.upperBound - $0.lowerBound) + 1 }
+        } else {
+            for r in ranges {
+                let n = try db.integer("SELECT count(*) FROM sessions WHERE id BETWEEN \(r.lowerBound) AND \(r.upperBound)",
+                                       "counting sessions") ?? 0
+                counts.append(Int(n))
+            }
         }
+        lastLoadParts = counts
         let total = counts.reduce(0, +)
         var found: [SessionLoader.Rows] = []
         var failure: StoreError?
@@ -226,9 +241,13 @@ extension SceneStore {
                 initialized = rows.written
                 if case .success(let more) = upper {
                     found.append(more)
-                    // Rows quarantined in the lower range leave a gap: the upper part moves down.
+                    // Ids missing from the lower range, or its rows quarantined, leave a gap: the
+                    // upper part moves down, and the pages it leaves are given back.
                     if rows.written < counts[0] {
                         (base + rows.written).moveInitialize(from: base + counts[0], count: more.written)
+                        let stride = MemoryLayout<SceneSession>.stride
+                        HugePages.release(UnsafeMutableRawPointer(base + rows.written + more.written),
+                                          bytes: (counts[0] - rows.written) * stride)
                     }
                     initialized += more.written
                 }

@@ -45,6 +45,8 @@ public final class SceneStore {
 
     /// How many id ranges the last load read the sessions in, each on its own thread (tests).
     var lastLoadRanges = 0
+    /// The sizes of the array's parts the last load gave the ranges (tests): id spans, or counts.
+    var lastLoadParts: [Int] = []
 
     /// Apps and configurations rows found damaged when the dictionaries were read at open.
     var dictionaryQuarantine: [QuarantinedRow] = []

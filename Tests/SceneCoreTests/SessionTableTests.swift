@@ -80,6 +80,43 @@ import Testing
         }
     }
 
+    /// Adopting an array (the store's load: positions written a page-run at a time) gives the
+    /// table that inserting the same sessions one by one gives: ids in order, shuffled, with
+    /// gaps, on page edges and far past any page; a duplicate anywhere is refused by its id.
+    @Test(arguments: [1, 2, 3] as [UInt64])
+    func adoptingAgreesWithInserting(seed: UInt64) throws {
+        var random = Random(state: seed &* 0x9E37_79B9_7F4A_7C15 | 1)
+        let page = UInt64(SessionPositions.pageSize)
+        var ids = Array(Set((0..<4_000).map { _ in 1 + random.below(6 * page) }))
+        ids += [page - 1, page, 40 * page + 7, 1 << 40, UInt64(Int64.max) - 1].filter { !ids.contains($0) }
+        for order in ["ascending", "shuffled"] {
+            if order == "ascending" { ids.sort() } else { ids.sort { ($0 &* 0x9E37_79B9) % 977 < ($1 &* 0x9E37_79B9) % 977 } }
+            let sessions = ids.map { Self.session($0, footprint: $0 % 1_000) }
+            let adopted = try SessionTable(adopting: sessions)
+            var inserted = SessionTable()
+            for s in sessions { inserted[s.id] = s }
+            let model = Dictionary(uniqueKeysWithValues: sessions.map { ($0.id, $0) })
+            let probes = ids + [0, 2 * page + 3, 1 << 41]
+            Self.expectAgree(adopted, model, probes, "seed \(seed), \(order)")
+            #expect(adopted.values == sessions, "adopted as given, seed \(seed), \(order)")
+            #expect(adopted.pagesInUse == inserted.pagesInUse, "seed \(seed), \(order)")
+            // Then used as any table: a removal and an insert keep it agreeing.
+            var changed = adopted, expected = model
+            changed[sessions[7].id] = nil
+            expected[sessions[7].id] = nil
+            changed[SessionID(3 * page + 1)] = Self.session(3 * page + 1)
+            expected[SessionID(3 * page + 1)] = Self.session(3 * page + 1)
+            Self.expectAgree(changed, expected, probes + [3 * page + 1], "seed \(seed), \(order), changed")
+            for at in [0, sessions.count / 2, sessions.count - 1] {
+                var twice = sessions
+                twice.insert(sessions[at], at: min(at + 3, twice.count))
+                #expect(throws: LifecycleError.invalidArgument(name: "sessions", reason: "session \(sessions[at].id) appears twice")) {
+                    try SessionTable(adopting: twice)
+                }
+            }
+        }
+    }
+
     @Test func pagesGoWithTheirSessions() {
         var table = SessionTable()
         let page = SessionPositions.pageSize

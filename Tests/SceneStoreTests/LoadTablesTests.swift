@@ -111,4 +111,46 @@ import SceneCore
             }
         }
     }
+
+    /// How the array is split between the two ranges: by id span where ids are dense (a gap of
+    /// missing ids closed after), by counting each range where they are sparse; ids so far
+    /// apart that their span does not fit (damaged rows) are read in one range. Each way reads
+    /// what one range reads.
+    /// Each layout: the ids stored, the damage done after, the parts expected, rows quarantined.
+    static func layout(_ name: String) -> (ids: [Int], damage: [String], parts: [Int], quarantined: Int) {
+        switch name {
+        case "gaps": (Array(1...1000) + Array(1401...3000), [], [1500, 1500], 0)
+        case "sparse": (Array(1...1000) + Array(50_001...51_000), [], [1000, 1000], 0)
+        // Beyond the numbers a session can have: quarantined, and read in a range of its own.
+        case "far": (Array(1...3000), ["UPDATE sessions SET id = 4611686018427387904 WHERE id = 3000"], [2999, 1], 1)
+        default: (Array(1...3000), ["UPDATE sessions SET id = -9223372036854775807 WHERE id = 5",
+                                    "UPDATE sessions SET id = 9223372036854775806 WHERE id = 6"], [3000], 2)
+        }
+    }
+
+    @Test(arguments: ["gaps", "sparse", "far", "extreme"])
+    func partsAreSizedByIdSpanOrByCount(layout: String) throws {
+        let (ids, damage, parts, quarantinedIds) = Self.layout(layout)
+        try withTemporaryDirectory { dir in
+            let path = dir.file("scened.db")
+            try Self.store(ids.map { Self.session(UInt64($0)) }, path, nextTaskNumber: 1, tasks: [])
+            if !damage.isEmpty {
+                try withConnection(path) { db in
+                    try db.execute("PRAGMA ignore_check_constraints = ON; " + damage.joined(separator: "; "), "damaging")
+                }
+            }
+            let store = try SceneStore(path: path, durability: .off)
+            let one = try store.loadTables(deferringPayloads: true, parallelAbove: .max)
+            let two = try store.loadTables(deferringPayloads: true, parallelAbove: 0)
+            #expect(store.lastLoadRanges == parts.count, "\(layout)")
+            #expect(store.lastLoadParts == parts, "\(layout)")
+            #expect(two.quarantined == one.quarantined, "\(layout)")
+            #expect(two.tables.sessions.values == one.tables.sessions.values, "\(layout): same sessions, same order")
+            #expect(two.tables.sessions.allSatisfy { two.tables.sessions[$0.key]?.id == $0.key }, "\(layout)")
+            #expect(two.tables.nextSessionNumber == one.tables.nextSessionNumber, "\(layout)")
+            #expect(two.tables.sessions.count == ids.count - quarantinedIds, "\(layout)")
+            #expect(two.quarantined.count == quarantinedIds, "\(layout)")
+            store.close()
+        }
+    }
 }
