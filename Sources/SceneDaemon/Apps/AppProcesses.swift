@@ -10,16 +10,14 @@ extension ManagerVarlink {
     func publishToAttached(_ events: [LifecycleEvent]) {
         guard attachments.count > 0 else { return }
         let now = manager.clock.now()
-        var pieces: [Int: [UInt8]] = [:]
+        // Each event straight to its connection, in order: an app has an event or two per
+        // batch, and gathering them per connection first cost a dictionary and a copy each.
         for e in events {
             guard let a = attachments.attachment(of: e.app), let conn = server.connections[a.connection],
                   case .monitor(let m)? = conn.stream, m.attached, m.backlogNext == nil, e.seq >= m.liveFrom
             else { continue }
             let deadline = attachments.delivered(e, now: now)
-            pieces[a.connection, default: []] += encodedAppEvent(e, deadline: deadline)
-        }
-        for (number, piece) in pieces {
-            if let conn = server.connections[number] { server.appendOutput(conn, piece) }
+            server.appendOutput(conn, encodedAppEvent(e, deadline: deadline))
         }
     }
 
