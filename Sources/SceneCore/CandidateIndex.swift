@@ -32,6 +32,8 @@ public struct CandidateIndex: Sendable, Equatable {
             isProtected = s.isProtected
         }
 
+        /// The same, field by field through the pointer: `s.pointee` handed to the init above
+        /// is copied, its references retained and released (measured; see `Collector.offer`).
         @inline(__always)
         init(_ s: UnsafePointer<SceneSession>) {
             id = s.pointee.id
@@ -64,6 +66,7 @@ public struct CandidateIndex: Sendable, Equatable {
         s.condition == .live && s.sceneState == .background
     }
 
+    /// The same, read in place for the same reason as `Entry.init(_:)` from a pointer.
     @inline(__always)
     static func belongs(_ s: UnsafePointer<SceneSession>) -> Bool {
         s.pointee.condition == .live && s.pointee.sceneState == .background

@@ -9,18 +9,19 @@ enum HugePages {
 
     static func advise(_ start: UnsafeMutableRawPointer, bytes: Int) {
         guard bytes >= 2 * size else { return }
-        let first = (Int(bitPattern: start) + size - 1) & ~(size - 1)
-        let end = (Int(bitPattern: start) + bytes) & ~(size - 1)
-        guard end > first, let aligned = UnsafeMutableRawPointer(bitPattern: first) else { return }
-        _ = madvise(aligned, end - first, MADV_HUGEPAGE)
+        adviseWholePages(start, bytes: bytes, pageSize: size, MADV_HUGEPAGE)
     }
 
     /// Memory no longer used (uninitialized again) handed back: the whole pages inside the range.
     static func release(_ start: UnsafeMutableRawPointer, bytes: Int) {
-        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
-        let first = (Int(bitPattern: start) + page - 1) & ~(page - 1)
-        let end = (Int(bitPattern: start) + bytes) & ~(page - 1)
+        adviseWholePages(start, bytes: bytes, pageSize: Int(sysconf(Int32(_SC_PAGESIZE))), MADV_DONTNEED)
+    }
+
+    /// madvise on the pages of `pageSize` that lie wholly inside the range, if any.
+    private static func adviseWholePages(_ start: UnsafeMutableRawPointer, bytes: Int, pageSize: Int, _ advice: Int32) {
+        let first = (Int(bitPattern: start) + pageSize - 1) & ~(pageSize - 1)
+        let end = (Int(bitPattern: start) + bytes) & ~(pageSize - 1)
         guard end > first, let aligned = UnsafeMutableRawPointer(bitPattern: first) else { return }
-        _ = madvise(aligned, end - first, MADV_DONTNEED)
+        _ = madvise(aligned, end - first, advice)
     }
 }
