@@ -354,7 +354,11 @@ public struct CandidateIndex: Sendable, Equatable {
     init(restoring collected: consuming Collector) {
         var gathered = collected.entries
         collected.entries = []
-        if gathered.count < gathered.capacity / 2 {
+        if gathered.isEmpty {
+            // Not through unsafeUninitializedCapacity: at capacity 0 it writes the count into
+            // the one shared empty-array storage, a race between any two threads doing so.
+            gathered = []
+        } else if gathered.count < gathered.capacity / 2 {
             // Sized for every session, as the gathering had to be: a daemon of archived
             // sessions keeps no slack for candidates it does not have.
             gathered = [Entry](unsafeUninitializedCapacity: gathered.count) { buffer, initialized in
@@ -398,14 +402,14 @@ public struct CandidateIndex: Sendable, Equatable {
             for b in 1..<Self.bucketCount { next[b] = next[b - 1] + perBucket[b - 1] }
             let starts = next
             byBucket = [Int32](repeating: 0, count: entries.count)
-            bucketSlots = [Int32](unsafeUninitializedCapacity: entries.count) { slotsInBucket, initialized in
-                for (at, e) in entries.enumerated() {
-                    let b = Self.bucket(e.footprint)
-                    (slotsInBucket.baseAddress! + at).initialize(to: Int32(next[b] - starts[b]))
-                    byBucket[next[b]] = Int32(at)
-                    next[b] += 1
-                }
-                initialized = entries.count
+            // Zeroed first, not unsafeUninitializedCapacity: with no entries that writes into
+            // the shared empty-array storage (see `init(restoring:)`).
+            bucketSlots = [Int32](repeating: 0, count: entries.count)
+            for (at, e) in entries.enumerated() {
+                let b = Self.bucket(e.footprint)
+                bucketSlots[at] = Int32(next[b] - starts[b])
+                byBucket[next[b]] = Int32(at)
+                next[b] += 1
             }
             for b in 0..<Self.bucketCount where perBucket[b] > 0 {
                 buckets[b] = Array(byBucket[starts[b]..<starts[b] + perBucket[b]])
