@@ -59,6 +59,14 @@ final class VarlinkServerTests {
         _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 
+    /// The client hangs up. shutdown first: other tests in this process start processes, and
+    /// a child holds a copy of every descriptor between its fork and its exec, so close alone
+    /// may not reach the server before the next pass (a CI failure of hangUpWhileHeld).
+    func hangUp(_ fd: Int32) {
+        shutdown(fd, Int32(SHUT_RDWR))
+        close(fd)
+    }
+
     /// One pass as the daemon runs it, without a commit.
     func pass() {
         server.beginPass()
@@ -97,7 +105,7 @@ final class VarlinkServerTests {
     func hangUpBeforeRead() throws {
         let fd = try client()
         send(fd, "org.test.Call")
-        close(fd)
+        hangUp(fd)
         pass()
         #expect(handled == ["org.test.Call"])
         #expect(server.connectionCount == 0)
@@ -111,7 +119,7 @@ final class VarlinkServerTests {
         send(fd, "org.test.Call")
         pass()
         #expect(handled == ["org.test.Call"])
-        close(fd)
+        hangUp(fd)
         pass()                       // the commit is still "in flight"
         #expect(server.connectionCount == 0, "closed before its batch committed")
         commit()
@@ -138,17 +146,17 @@ final class VarlinkServerTests {
             let quitter = try client()
             send(quitter, "org.test.Quit\(round)")
             send(reader, "org.test.Read\(round)")
-            if round % 3 == 0 { close(quitter) }
+            if round % 3 == 0 { hangUp(quitter) }
             pass()
-            if round % 3 == 1 { close(quitter) }
+            if round % 3 == 1 { hangUp(quitter) }
             commit()
-            if round % 3 == 2 { close(quitter) }
+            if round % 3 == 2 { hangUp(quitter) }
             let got = receive(reader) ?? []
             #expect(got.count == 1 && got.first?.contains("org.test.Read\(round)") == true, "round \(round): \(got)")
         }
         pass()
         #expect(server.connectionCount == 1)
-        close(reader)
+        hangUp(reader)
         pass()
         expectIdle("bystander")
     }
@@ -182,7 +190,7 @@ final class VarlinkServerTests {
         #expect(receive(extra) == nil, "closed after the error")
         close(extra)
         #expect(!handled.contains("org.test.Call"), "a refused client's call is never run")
-        close(held[0])
+        hangUp(held[0])
         // The hang-up frees the slot once a pass has seen it; under a sanitizer on a loaded
         // machine that can take more than one pass.
         let before = server.connections.count
