@@ -23,6 +23,11 @@ final class VarlinkServer {
     let poller: EpollSet
     private var listenSource: IOSource?
     private var pollerSource: IOSource?
+    /// Whether the loop watches the poller. Quieted by asking for no events rather than by
+    /// disabling the source: sd-event turns disabling into EPOLL_CTL_DEL and enabling into
+    /// EPOLL_CTL_ADD, and adding one epoll set to another makes the kernel walk every member
+    /// looking for loops (ep_loop_check): with 2,000 connections, 4 % of the loop thread.
+    private var pollerArmed = true
     private var resumeTimer: TimerSource?
     var contentionTimer: TimerSource?
     var clockTimer: TimerSource?
@@ -126,9 +131,9 @@ final class VarlinkServer {
         let me = Unmanaged.passUnretained(self)
         listenSource = try loop.addIO(fd: listenFD, events: .readable) { _ in me.takeUnretainedValue().acceptPending() }
         pollerSource = try loop.addIO(fd: poller.fd, events: .readable) { _ in
-            // Only a wake-up: the pass collects. Off until then, so it cannot fire in a loop.
+            // Only a wake-up: the pass collects. Quiet until then, so it cannot fire in a loop.
             let server = me.takeUnretainedValue()
-            try? server.pollerSource?.setEnabled(false)
+            server.armPoller(false)
             server.requestPass?()
         }
         resumeTimer = try loop.addTimer(at: UInt64.max, accuracy: 10_000) { me.takeUnretainedValue().resumeAccepting() }
@@ -259,7 +264,13 @@ final class VarlinkServer {
                 if events.contains(.readable) && !conn.isClosed { step(conn, .readable) }
             }
         }
-        try? pollerSource?.setEnabled(true)
+        armPoller(true)
+    }
+
+    private func armPoller(_ armed: Bool) {
+        guard armed != pollerArmed, let source = pollerSource else { return }
+        // On a failure the state stays as it was, and the next pass tries again.
+        if (try? source.setEvents(armed ? .readable : [])) != nil { pollerArmed = armed }
     }
 
     /// Gives each connection that was ready at the start of the pass one turn.
