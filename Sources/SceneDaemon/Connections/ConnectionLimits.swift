@@ -70,3 +70,16 @@ struct ConnectionLimits: Equatable, Sendable {
         }
     }
 }
+
+extension ConnectionLimits {
+    /// The per-connection budget for these limits. A client stops being served at a quarter of
+    /// MaxOutputPerConnection owed, so its own replies (released a batch at a time) can never
+    /// push it over the limit while it reads: only a client that does not read gets there.
+    var connectionBudget: ConnectionMachine.Budget {
+        var budget = ConnectionMachine.Budget()
+        budget.idleMicroseconds = UInt64(max(idleTimeout, 1))
+        budget.owedBytesHighWater = min(budget.owedBytesHighWater, max(maxOutputPerConnection / 4, 4096))
+        budget.maxOutputBytes = maxOutputPerConnection
+        return budget
+    }
+}

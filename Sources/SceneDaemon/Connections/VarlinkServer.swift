@@ -17,7 +17,7 @@ final class VarlinkServer {
     let listenFD: Int32
     let path: String
     var limits: ConnectionLimits {
-        didSet { budget = Self.budget(for: limits) }
+        didSet { budget = limits.connectionBudget }
     }
     var budget = ConnectionMachine.Budget()
     let poller: EpollSet
@@ -113,18 +113,7 @@ final class VarlinkServer {
         self.path = path
         self.limits = limits
         poller = try EpollSet()
-        budget = Self.budget(for: limits)
-    }
-
-    /// The per-connection budget for these limits. A client stops being served at a quarter of
-    /// MaxOutputPerConnection owed, so its own replies (released a batch at a time) can never
-    /// push it over the limit while it reads: only a client that does not read gets there.
-    static func budget(for limits: ConnectionLimits) -> ConnectionMachine.Budget {
-        var budget = ConnectionMachine.Budget()
-        budget.idleMicroseconds = UInt64(max(limits.idleTimeout, 1))
-        budget.owedBytesHighWater = min(budget.owedBytesHighWater, max(limits.maxOutputPerConnection / 4, 4096))
-        budget.maxOutputBytes = limits.maxOutputPerConnection
-        return budget
+        budget = limits.connectionBudget
     }
 
     func start() throws {
