@@ -2,12 +2,13 @@ import Glibc
 import Varlink
 
 /// Memory, a bystander's service and idle CPU while clients abuse the daemon: Monitors that
-/// never read, thousands of half-sent messages, clients that close right after their call.
+/// never read, thousands of half-sent messages, thousands of idle connections, clients that close right after their call.
 func hostileFigures() throws {
     say("\n== hostile: abusive clients (Durability=off, LogLevel=notice; targets: peak RSS < 256 MiB, bystander ≥ 0.50 of its rate alone, idle CPU < 5 %) ==")
     say("bystander: the sequential well-behaved client of the fairness figures (one call in flight, Activate/Background on its own session)")
     try neverReadingMonitors()
     try heldPartialMessages()
+    try idleConnections()
     try closedRightAfterTheCall()
 }
 

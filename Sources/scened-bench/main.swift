@@ -4,7 +4,7 @@
 // transitions (apps), ProcessKit's spawn, cgroup freeze and SIGSTOP latencies (processes;
 // the cgroup part needs root), and apps scened starts itself: cold launch, freeze/thaw and
 // measured memory against the kernel's figures (launch). Release build:
-//   swift build -c release && .build/release/scened-bench [daemon|list|durable|startup|stored|fill|logging|fairness|hostile|hostile-monitors|apps|processes|launch|all]
+//   swift build -c release && .build/release/scened-bench [daemon|list|durable|startup|stored|fill|logging|fairness|hostile|hostile-monitors|hostile-idle|apps|processes|launch|all]
 // startup fills its stores through SceneCore and SceneStore (StoreFill.swift); `fill --state-dir D
 // [--startup-sessions N] [--archived]` makes one such store alone, to start scened on by hand.
 // Figures depend on the machine and its load: compare the lines of one run with each other.
@@ -297,6 +297,11 @@ do {
         // A store to start scened on by hand (profiling): --state-dir D [--startup-sessions N] [--archived] [--restoration-bytes B].
         let dir = stringOption("--state-dir", "")
         guard !dir.isEmpty else { throw BenchError("fill needs --state-dir DIR") }
+        // fillStore adds to what is stored: a second fill into the same directory made two
+        // million sessions, and timing starts on that store measured the wrong size.
+        if access(dir + "/scened.db", F_OK) == 0 {
+            throw BenchError("\(dir)/scened.db exists: fill makes a store from nothing (remove it first)")
+        }
         let t = try fillStore(stateDirectory: dir, count: bigCount, archived: arguments.contains("--archived"),
                               restorationBytes: option("--restoration-bytes", 0))
         say("filled \(dir) with \(bigCount) sessions in \(ms(t))")
@@ -308,6 +313,9 @@ do {
     case "hostile-monitors":
         say("\n== hostile: Monitors that never read (Durability=off, LogLevel=notice; targets: peak RSS < 256 MiB, bystander ≥ 0.50 of its rate alone) ==")
         try neverReadingMonitors()
+    case "hostile-idle":
+        say("\n== hostile: idle connections beside a bystander (Durability=off, LogLevel=notice; target: bystander ≥ 0.80 of its rate alone) ==")
+        try idleConnections()
     case "all":
         try daemonFigures()
         try durableFigures()
@@ -321,7 +329,7 @@ do {
         try processFigures()
         try launchFigures()
     default:
-        say("usage: scened-bench [daemon|list|durable|startup|stored|saved|fill|logging|fairness|hostile|hostile-monitors|apps|processes|launch|all] [--seconds S] [--sessions N] [--startup-sessions N] [--saved-sessions N] [fill: --state-dir D --archived --restoration-bytes B] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [processes: --rounds N] [launch: --rounds N --copies K --hold-mib M]")
+        say("usage: scened-bench [daemon|list|durable|startup|stored|saved|fill|logging|fairness|hostile|hostile-monitors|hostile-idle|apps|processes|launch|all] [--seconds S] [--sessions N] [--startup-sessions N] [--saved-sessions N] [fill: --state-dir D --archived --restoration-bytes B] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [processes: --rounds N] [launch: --rounds N --copies K --hold-mib M]")
         exit(2)
     }
 } catch {

@@ -19,10 +19,23 @@ final class ClientConnection {
 
     /// Where its replies wait for their batch to commit (shared by all connections).
     unowned let outbox: Outbox
+    /// The server's fan-out monitors, which this connection joins while its stream is one.
+    unowned let monitors: MonitorRegistry
 
     /// An open `more` call. Varlink does not multiplex: until it ends, no other call of this
     /// connection is processed.
-    var stream: ReplyStream?
+    var stream: ReplyStream? {
+        didSet {
+            // Only a change of membership touches the registry: a monitor's stream is rewritten
+            // at every publish, possibly while the registry is being walked.
+            let fanOut = stream?.isFanOutMonitor ?? false
+            if fanOut != isFanOutMonitor {
+                isFanOutMonitor = fanOut
+                monitors.update(self, fanOut: fanOut)
+            }
+        }
+    }
+    private(set) var isFanOutMonitor = false
 
     // Server bookkeeping (which lists the connection is on), not state of the connection.
     var queued = false
@@ -57,9 +70,10 @@ final class ClientConnection {
     var appliedInterest = ConnectionMachine.Interest(read: false, write: false, registered: false)
 
     init(number: Int, fd: Int32, peer: PeerCredentials, limits: VarlinkConnection.Limits, machine: ConnectionMachine,
-         outbox: Outbox) {
+         outbox: Outbox, monitors: MonitorRegistry) {
         self.number = number
         self.outbox = outbox
+        self.monitors = monitors
         self.fd = fd
         self.peer = peer
         self.machine = machine

@@ -62,10 +62,12 @@ extension VarlinkServer {
         if conn.machine.exceedsOutputLimit { afterStep(conn) }
     }
 
-    /// Every live monitor, for event fan-out.
+    /// Every live monitor, for event fan-out: the connections with a fan-out Monitor stream (not
+    /// an attached app's). One closed or ended during the walk is skipped (its stream is gone);
+    /// one that starts meanwhile waits for the next publish.
     func forEachMonitor(_ body: (ClientConnection, MonitorStream) -> Void) {
-        for conn in connections.values {
-            if case .monitor(let m) = conn.stream, conn.machine.streaming { body(conn, m) }
+        for conn in monitors.members.values {
+            if case .monitor(let m) = conn.stream, !m.attached, conn.machine.streaming { body(conn, m) }
         }
     }
 }

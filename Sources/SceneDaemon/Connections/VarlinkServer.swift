@@ -73,6 +73,8 @@ final class VarlinkServer {
     var dirty: [ClientConnection] = []
     /// Replies held until their batch commits (with the journal entries of the same batches).
     let outbox: Outbox
+    /// The connections with a fan-out Monitor stream, which each publish walks.
+    let monitors = MonitorRegistry()
     /// Needing clock ticks (part of a message held, or ending).
     var timed: [ClientConnection] = []
 
@@ -184,7 +186,7 @@ final class VarlinkServer {
         var wireLimits = VarlinkConnection.Limits()
         wireLimits.maxMessageBytes = limits.maxMessageSize
         let conn = ClientConnection(number: nextNumber, fd: fd, peer: peer, limits: wireLimits, machine: machine,
-                                    outbox: outbox)
+                                    outbox: outbox, monitors: monitors)
         conn.lastWriteProgress = now()
         nextNumber += 1
         do {
