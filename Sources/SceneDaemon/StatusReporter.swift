@@ -43,10 +43,12 @@ final class StatusReporter {
     }
 
     private func send(_ now: UInt64, prefix: String = "") {
+        // Checked now, sent or not: an unchanged line used to leave `lastSent` behind, so once
+        // the interval had passed every commit built the line again (2 % of a busy loop).
+        lastSent = now
         let text = line()
         guard text != lastText || !prefix.isEmpty else { return }
         lastText = text
-        lastSent = now
         _ = ServiceManager.notify(prefix + "STATUS=" + text)
     }
 }
