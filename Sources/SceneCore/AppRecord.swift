@@ -9,7 +9,7 @@ public struct AppRecord: Sendable, Equatable {
     public internal(set) var backgroundScenes: Int32 = 0
 
     /// Every open (live or archived) session of this app.
-    public internal(set) var sessions: Set<SessionID> = []
+    public internal(set) var sessions: SortedSessionIDs = []
     /// Sessions discarded while the app was not running, delivered after its next launch (R14).
     public internal(set) var pendingDiscards: [SessionID] = []
     /// Open background tasks.

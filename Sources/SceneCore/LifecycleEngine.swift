@@ -79,8 +79,7 @@ public struct LifecycleEngine: Sendable {
         }
         var table = snapshot.sessions
         snapshot.sessions = SessionTable()
-        // Each app's session set is filled once it is sized: grown insert by insert, its
-        // rehashing cost as much as the inserts themselves.
+        // Each app's sessions, gathered in table order and adopted as its sorted list.
         var appSessions = [[SessionID]](repeating: [], count: apps.records.count)
         var cache = AppSlotCache(apps.records)
         var collected = CandidateIndex.Collector(capacity: table.count)
@@ -90,10 +89,11 @@ public struct LifecycleEngine: Sendable {
             withUnsafePointer(to: &s) { collected.offer($0) }
         }
         sessions = table
+        // The table yields sessions in id order, so each list is sorted already (checked, in
+        // one pass, by SortedSessionIDs: a snapshot given in another order is sorted there).
         for slot in appSessions.indices where !appSessions[slot].isEmpty {
-            var set = Set<SessionID>(minimumCapacity: appSessions[slot].count)
-            for id in appSessions[slot] { set.insert(id) }
-            apps.records[slot].sessions = set
+            apps.records[slot].sessions = SortedSessionIDs(appSessions[slot])
+            appSessions[slot] = []
         }
         appSessions = []
         for task in snapshot.tasks.sorted(by: { $0.token < $1.token }) {
