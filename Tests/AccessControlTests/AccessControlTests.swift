@@ -259,7 +259,7 @@ struct AccessControlTests {
         defer { impostor.killNow() }
         #expect(waitUntilTrue(seconds: 10) { access(fallback + "/io.scened.Manager", F_OK) == 0 }, "impostor did not start: \(impostor.stderr)")
         let fooled = try users.run(as: users.owner, [Binaries.scenectl, "save-state", "s1", #"{"password":"hunter2"}"#],
-                                   environment: ["HOME=\(scratch.path)"])
+                                   environment: ["HOME=\(scratch.path)"], hidingSystemSocket: true)
         #expect(fooled.status == 5, "\(fooled.summary)")
         #expect(fooled.stderr.contains("served by \(users.stranger)") && fooled.stderr.contains("not talking to it"), "\(fooled.summary)")
         // Root is not fooled either, whatever socket it is pointed at.
@@ -283,7 +283,7 @@ struct AccessControlTests {
         #expect(lstat(fallback, &info) == 0 && info.st_uid == ownerUID && info.st_mode & 0o022 == 0,
                 "\(fallback): uid \(info.st_uid), mode \(String(info.st_mode & 0o7777, radix: 8))")
         let mine = try users.run(as: users.owner, [Binaries.scenectl, "pressure", "set", "warning", "--for", "1s"],
-                                 environment: ["HOME=\(scratch.path)"])
+                                 environment: ["HOME=\(scratch.path)"], hidingSystemSocket: true)
         #expect(mine.status == 0, "\(mine.summary)")
         let theirs = try users.run(as: users.stranger, [Binaries.scenectl, "--socket", socket, "pressure", "set", "warning"])
         #expect(theirs.status == 5, "\(theirs.summary)")

@@ -52,13 +52,21 @@ final class TestUsers {
         createdGroups.removeAll()
     }
 
-    /// `arguments` as `user`, with a bare environment plus `environment`.
-    func run(as user: String, _ arguments: [String], environment: [String] = [], timeout: Double = 20) throws -> Completed {
-        if user == "root" {
-            return try ScenedTestSupport.run([tool("env"), "-i", "PATH=/usr/bin:/bin"] + environment + arguments, timeout: timeout)
+    /// `arguments` as `user`, with a bare environment plus `environment`. `hidingSystemSocket`
+    /// runs it in a mount namespace of its own where /run/scened is empty: a test of how a user's
+    /// scenectl finds the user's own daemon must not find a system daemon that happens to run on
+    /// this machine (the README's walkthrough daemon, run as root, serves /run/scened), which
+    /// scenectl rightly prefers to the per-user fallback under /tmp.
+    func run(as user: String, _ arguments: [String], environment: [String] = [], hidingSystemSocket: Bool = false,
+             timeout: Double = 20) throws -> Completed {
+        var command = [tool("env"), "-i", "PATH=/usr/bin:/bin"] + environment + arguments
+        if user != "root" { command = [tool("setpriv"), "--reuid", user, "--regid", user, "--init-groups", "--"] + command }
+        if hidingSystemSocket {
+            // Exit 97 if the masking fails, so the test cannot pass by finding the host's socket.
+            let mask = "if [ -e /run/scened ]; then mount -t tmpfs -o mode=0755 scened-test /run/scened || exit 97; fi; exec \"$@\""
+            command = [tool("unshare"), "--mount", "--propagation", "private", "--", tool("sh"), "-c", mask, "sh"] + command
         }
-        return try ScenedTestSupport.run([tool("setpriv"), "--reuid", user, "--regid", user, "--init-groups", "--",
-                                          "env", "-i", "PATH=/usr/bin:/bin"] + environment + arguments, timeout: timeout)
+        return try ScenedTestSupport.run(command, timeout: timeout)
     }
 
     private func command(_ arguments: [String]) throws {
