@@ -83,6 +83,8 @@ public enum DaemonMain {
             (quarantined, recordingFailure) = (rows, failure)
             // Consumed: the engine adopts the session table as it is, without a second copy.
             engine = try LifecycleEngine(configuration: settings.engineConfiguration, restoring: consume tables)
+            // The load's page cache and scratch are freed but still resident.
+            ProcessMemory.handBackFreed()
         } catch let error as StoreError {
             if case .damagedLog(let evidence) = error.kind {
                 StartupStorage.logRefusal(error, evidence: evidence, journal)
