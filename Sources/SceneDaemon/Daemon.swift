@@ -5,7 +5,10 @@ import SceneStore
 import SystemdKit
 import Varlink
 
-/// The running daemon: one sd-event loop that owns the Manager, the socket and the store.
+/// The running daemon: the executor of its layer. It owns the loop and every part, and is the
+/// only one that acts on what wakes it (`DaemonInput`, posted by the parts' loop sources to
+/// its inbox) and on what the parts return (a commit's `Progress`, a reclaim `Outcome`, a
+/// handler's `DaemonRequest`). The parts never call it or each other back.
 ///
 /// Work happens in passes: a pass serves the clients that are ready (each within its budget,
 /// round robin), runs the reclaim policy, hands what changed to the commit thread as one batch
@@ -19,162 +22,180 @@ final class Daemon {
     private(set) var configFiles: [String]
     let loader: ConfigLoader
     let loop: EventLoop
-    let manager: Manager
+    let inbox = LoopInbox<DaemonInput>()
+    let host: EngineHost
     let server: VarlinkServer
-    let service: ManagerVarlink
+    let apps: AppSupervisor
+    let feeds: StreamFeeds
+    let dispatcher: MethodDispatcher
     let logger: JournalLogger
     let reclaim: ReclaimRunner
     let socketPath: String
     /// Unlinked at exit when we bound it ourselves (never a socket-activated one).
     let ownsSocket: Bool
-    private var engineTimer: TimerSource?
-    private var commitDone: IOSource?
-    private var reclaimTimer: TimerSource?
-    private var passStep: DeferSource?
-    private var heartbeat: TimerSource?
-    /// The earliest deadline an attached app must answer by.
-    private var appTimer: TimerSource?
-    private var appTimerDue: Timestamp?
-    /// Reads the memory of started apps, while there are any.
-    private var measureTimer: TimerSource?
-    private var measureArmed = false
+    private var timers = Timers()
     private var watchdog = ServingWatchdog(interval: nil)
     /// Committed batches whose events are still to be published (`publishCommitted`).
     private var unpublished: [(events: [LifecycleEvent], starts: [Int])] = []
-    /// Test hook: a source that is always ready, to show that the watchdog sees a livelock.
-    private var livelock: DeferSource?
-    private var status: StatusReporter!
+    private var status: StatusReporter
     /// Set when the last reload failed, shown in STATUS= until the next good one.
     private var reloadError: String?
-    private var reloads = 0
+    /// The test hook's livelock: until when (µs, monotonic; 0: for ever).
+    private var livelockUntil: UInt64?
+
+    /// The daemon's own loop sources.
+    private struct Timers {
+        var pass: DeferSource?
+        var commitDone: IOSource?
+        var engine: TimerSource?
+        var reclaim: TimerSource?
+        var heartbeat: TimerSource?
+        var heartbeatPeriod: UInt64 = 0
+        /// The earliest deadline an attached app must answer by, and when it is armed for.
+        var app: TimerSource?
+        var appDue: Timestamp?
+        /// Reads the memory of started apps, while there are any.
+        var measure: TimerSource?
+        var measureArmed = false
+        var status: TimerSource?
+        var livelock: DeferSource?
+    }
 
     static let version = "0.1.0"
 
     init(options: DaemonOptions, config: ConfigLoader.Result, loader: ConfigLoader, loop: EventLoop,
-         manager: Manager, listenFD: Int32, socketPath: String, ownsSocket: Bool) throws {
+         host: EngineHost, listenFD: Int32, socketPath: String, ownsSocket: Bool) throws {
         self.options = options
-        settings = config.settings
+        let settings = config.settings
+        self.settings = settings
         configFiles = config.files
         self.loader = loader
         self.loop = loop
-        self.manager = manager
+        self.host = host
         self.socketPath = socketPath
         self.ownsSocket = ownsSocket
         logger = JournalLogger(level: settings.logLevel)
-        reclaim = ReclaimRunner(manager: manager, logger: logger, policy: ReclaimPolicy(configuration: settings.reclaimConfiguration),
+        status = StatusReporter(interval: UInt64(max(settings.statusInterval, 0)))
+        reclaim = ReclaimRunner(host: host, logger: logger, policy: ReclaimPolicy(configuration: settings.reclaimConfiguration),
                                 budget: settings.memoryBudget, watermarks: settings.watermarks,
                                 hold: TimeSpan(microseconds: settings.pressureHold),
                                 simulated: settings.pressureSources.contains(.simulated))
         // One outbox: replies and journal entries wait in it for their batches to commit.
         server = try VarlinkServer(loop: loop, listenFD: listenFD, path: socketPath, limits: settings.limits,
                                    outbox: logger.outbox)
-        service = try ManagerVarlink(manager: manager, server: server, version: Self.version,
-                                     startedAt: Clock.monotonic.now(), policy: settings.accessPolicy,
-                                     testHooks: TestingInterface.enabled)
+        apps = AppSupervisor(host: host, server: server, logger: logger, loop: loop, inbox: inbox,
+                             settings: settings, socketPath: socketPath)
+        feeds = StreamFeeds(host: host, server: server, apps: apps, policy: settings.accessPolicy)
+        dispatcher = try MethodDispatcher(
+            MethodDispatcher.Parts(host: host, server: server, apps: apps, feeds: feeds, reclaim: reclaim, logger: logger),
+            loader: loader, options: options, settings: settings, configFiles: config.files, version: Self.version,
+            startedAt: Clock.monotonic.now(), testHooks: TestingInterface.enabled)
     }
 
     func start() throws {
-        let me = Unmanaged.passUnretained(self)
-        service.daemon = self
-        service.attachments.deadlines = settings.appDeadlines
-        service.appSettings = settings.apps
-        service.socketPath = socketPath
-        service.appCgroups = settings.appCgroups
         reclaim.reconfigure(grace: settings.reclaimGrace)
-        reclaim.takesNotice = { app in
-            // A suspended app runs no code (and a started one is frozen): it saved its state as
-            // it entered the background and gets no notice, as iOS gives none to suspended apps.
-            let service = me.takeUnretainedValue().service
-            return service.attachments.attachment(of: app) != nil && service.manager.engine.apps[app]?.process == .running
-        }
-        reclaim.sendNotices = { notices in me.takeUnretainedValue().service.sendNotices(notices) }
-        server.handleCall = { call, conn in me.takeUnretainedValue().service.handle(call, on: conn) }
-        server.requestPass = { me.takeUnretainedValue().requestPass() }
-        server.currentBatch = { me.takeUnretainedValue().manager.gathering }
-        server.produceStream = { conn in me.takeUnretainedValue().service.produce(conn) }
-        server.connectionClosed = { conn in me.takeUnretainedValue().service.connectionClosed(conn) }
-        server.log = { entry in me.takeUnretainedValue().logger.send(entry) }
-        if let writer = manager.writer {
-            // Before any pass: a finished commit releases replies and starts the next batch.
-            commitDone = try loop.addIO(fd: writer.completionFD, events: .readable, priority: -10) { _ in
-                me.takeUnretainedValue().onCommitFinished()
-            }
-        }
-        passStep = try loop.addDefer(priority: 0) { me.takeUnretainedValue().pass() }
-        engineTimer = try loop.addTimer(at: UInt64.max, accuracy: 1_000, priority: 0) { me.takeUnretainedValue().onTimer() }
-        engineTimer?.disarm()
-        reclaimTimer = try loop.addTimer(at: UInt64.max, accuracy: 1_000, priority: 0) { me.takeUnretainedValue().onTimer() }
-        reclaimTimer?.disarm()
-        appTimer = try loop.addTimer(at: UInt64.max, accuracy: 1_000, priority: 0) {
-            let daemon = me.takeUnretainedValue()
-            // A one-shot timer that fired is disarmed: the next pass arms it again.
-            daemon.appTimerDue = nil
-            daemon.requestPass()
-        }
-        appTimer?.disarm()
-        measureTimer = try loop.addTimer(at: UInt64.max, accuracy: 10_000, priority: 0) {
-            let daemon = me.takeUnretainedValue()
-            daemon.measureArmed = false
-            daemon.service.measureStartedApps()
-            daemon.requestPass()
-        }
-        measureTimer?.disarm()
-        reclaim.onReclaimed = { app, bytes in
-            let daemon = me.takeUnretainedValue()
-            daemon.service.noteReclaimed(app, bytes: bytes, settle: daemon.reclaim.policy.configuration.settle)
-        }
-        reclaim.awaitingRelease = { me.takeUnretainedValue().service.shares.awaitingRelease }
-        for signo in [SIGTERM, SIGINT] {
-            try loop.addSignal(signo) { _ in me.takeUnretainedValue().shutdown() }
-        }
-        try loop.addSignal(SIGHUP) { _ in _ = me.takeUnretainedValue().reload() }
-        reclaim.wakeAt = { at in me.takeUnretainedValue().armReclaimTimer(at) }
-        reclaim.onLevelChange = { me.takeUnretainedValue().status.changed() }
-        status = StatusReporter(loop: loop, interval: UInt64(max(settings.statusInterval, 0))) {
-            me.takeUnretainedValue().statusLine()
-        }
-        watchdog = ServingWatchdog(interval: ServiceManager.watchdogInterval())
-        if let period = watchdog.heartbeat {
-            // An idle daemon has no passes of its own: ask for one often enough to ping.
-            heartbeat = try loop.addTimer(at: loop.nowMonotonic + period, accuracy: period / 10, priority: 0) {
-                let daemon = me.takeUnretainedValue()
-                daemon.heartbeat?.reschedule(after: period)
-                daemon.requestPass()
-            }
-        }
+        try addSources()
+        connectServer()
+        inbox.open { input in self.handle(input) }
         applyPSI()
-        service.prepareLaunches()
+        apps.prepareLaunches()
         try server.start()
         // Restored state may have deadlines already past: fire them now, with their events.
-        manager.tick()
+        host.tick()
         pass()
     }
 
+    /// The daemon's loop sources, each posting its `DaemonInput`.
+    private func addSources() throws {
+        if let writer = host.writer {
+            // Before any pass: a finished commit releases replies and starts the next batch.
+            timers.commitDone = try loop.addIO(fd: writer.completionFD, events: .readable, priority: -10,
+                                               posting: { _ in .commitFinished }, to: inbox)
+        }
+        timers.pass = try loop.addDefer(priority: 0, posting: .pass, to: inbox)
+        timers.engine = try disarmedTimer(accuracy: 1_000, posting: .engineTimer)
+        timers.reclaim = try disarmedTimer(accuracy: 1_000, posting: .reclaimTimer)
+        timers.app = try disarmedTimer(accuracy: 1_000, posting: .appDeadline)
+        timers.measure = try disarmedTimer(accuracy: 10_000, posting: .measure)
+        for signo in [SIGTERM, SIGINT] { try loop.addSignal(signo, posting: .stop, to: inbox) }
+        try loop.addSignal(SIGHUP, posting: .reload, to: inbox)
+        watchdog = ServingWatchdog(interval: ServiceManager.watchdogInterval())
+        if let period = watchdog.heartbeat {
+            // An idle daemon has no passes of its own: ask for one often enough to ping.
+            timers.heartbeatPeriod = period
+            timers.heartbeat = try loop.addTimer(at: loop.nowMonotonic + period, accuracy: period / 10,
+                                                 posting: .heartbeat, to: inbox)
+        }
+    }
+
+    private func disarmedTimer(accuracy: UInt64, priority: Int64 = 0, posting input: DaemonInput) throws -> TimerSource {
+        let timer = try loop.addTimer(at: UInt64.max, accuracy: accuracy, priority: priority, posting: input, to: inbox)
+        timer.disarm()
+        return timer
+    }
+
+    /// The server's hooks into the parts that serve calls and streams. They capture the parts
+    /// themselves, never the daemon; `closeAll` drops them.
+    private func connectServer() {
+        let (dispatcher, feeds, apps, host, logger) = (dispatcher, feeds, apps, host, logger)
+        let passStep = timers.pass
+        server.handleCall = { call, conn in dispatcher.handle(call, on: conn) }
+        server.requestPass = { passStep?.trigger() }
+        server.currentBatch = { host.gathering }
+        server.produceStream = { conn in feeds.produce(conn) }
+        server.connectionClosed = { conn in apps.connectionClosed(conn) }
+        server.log = { entry in logger.send(entry) }
+    }
+
     func run() throws -> Int32 {
-        status.sendNow("READY=1\n")
+        sendStatus(prefix: "READY=1\n")
         if watchdog.passCompleted(now: loop.nowMonotonic) { ServiceManager.notify("WATCHDOG=1") }
         logger.daemon(.info, MessageID.daemonReady,
-                      "scened \(Self.version) ready on \(socketPath); \(Format.count(manager.engine.sessions.count, "session")) of \(Format.count(manager.engine.apps.count, "app")) restored.",
-                      [("SCENED_SOCKET", socketPath), ("SCENED_SESSIONS", String(manager.engine.sessions.count))])
-        let code = try loop.run()
-        // A clean, committed shutdown: everything gathered is committed before exiting.
+                      "scened \(Self.version) ready on \(socketPath); \(Format.count(host.engine.sessions.count, "session")) of \(Format.count(host.engine.apps.count, "app")) restored.",
+                      [("SCENED_SOCKET", socketPath), ("SCENED_SESSIONS", String(host.engine.sessions.count))])
+        let code = try inbox.run(loop)
+        finish()
+        return code
+    }
+
+    /// A clean, committed shutdown: everything gathered is committed before exiting.
+    private func finish() {
         pass()
-        service.endStartedApps()
-        while manager.isCommitting || manager.hasPending {
-            apply(manager.drain())
-            apply(manager.startCommit())
+        apps.endStartedApps()
+        while host.isCommitting || host.hasPending {
+            apply(host.drain())
+            apply(host.startCommit())
         }
         server.flush()
         publishCommitted()
         server.flush()
         server.closeAll()
-        service.awaitStartedApps()
+        apps.awaitStartedApps()
         reclaim.psi?.stop()
         if ownsSocket { unlink(socketPath) }
         logger.daemon(.info, MessageID.daemonStopped,
-                      "scened stopped with \(Format.count(manager.engine.sessions.count, "session")) of \(Format.count(manager.engine.apps.count, "app")).",
-                      [("SCENED_SESSIONS", String(manager.engine.sessions.count))])
-        return code
+                      "scened stopped with \(Format.count(host.engine.sessions.count, "session")) of \(Format.count(host.engine.apps.count, "app")).",
+                      [("SCENED_SESSIONS", String(host.engine.sessions.count))])
+    }
+
+    // MARK: - What wakes the daemon
+
+    /// The one place that acts on the daemon's inputs.
+    private func handle(_ input: DaemonInput) {
+        switch input {
+        case .pass: pass()
+        case .commitFinished: onCommitFinished()
+        case .engineTimer, .reclaimTimer: onTimer()
+        case .appDeadline: onAppDeadline()
+        case .measure: onMeasure()
+        case .heartbeat: onHeartbeat()
+        case .stop: shutdown()
+        case .reload: reload()
+        case .statusDue: onStatusDue()
+        case .livelock: onLivelock()
+        case .psi(let input): onPSI(input)
+        case .appExited(let app): onAppExited(app)
+        }
     }
 
     private func shutdown() {
@@ -183,23 +204,54 @@ final class Daemon {
     }
 
     func requestPass() {
-        passStep?.trigger()
+        timers.pass?.trigger()
     }
 
     private func onTimer() {
-        manager.tick()
+        host.tick()
         requestPass()
     }
+
+    /// A one-shot timer that fired is disarmed: the next pass arms it again.
+    private func onAppDeadline() {
+        timers.appDue = nil
+        requestPass()
+    }
+
+    private func onMeasure() {
+        timers.measureArmed = false
+        apps.measureStartedApps()
+        requestPass()
+    }
+
+    private func onHeartbeat() {
+        timers.heartbeat?.reschedule(after: timers.heartbeatPeriod)
+        requestPass()
+    }
+
+    private func onPSI(_ input: PSISource.Input) {
+        if reclaim.psi?.handle(input) == true { requestPass() }
+    }
+
+    private func onAppExited(_ app: AppID) {
+        apps.processExited(app)
+        requestPass()
+    }
+
+    // MARK: - Passes
 
     /// One pass: serve the ready clients, reclaim, start a commit if none is in flight, write,
     /// re-arm the timers, and — having served — feed the watchdog.
     private func pass() {
         server.beginPass()
         server.serve()
-        service.superviseApps()
-        service.superviseLaunches()
+        carryOutRequests()
+        apps.superviseApps()
+        apps.superviseLaunches()
+        // Calls that waited for a launch ran as their app attached.
+        carryOutRequests()
         measureBeforeDecision()
-        reclaim.evaluate()
+        evaluateReclaim()
         startCommit()
         server.enforceGlobalLimits()
         server.flush()
@@ -209,15 +261,15 @@ final class Daemon {
         rearmAppTimer()
         rearmMeasureTimer()
         if watchdog.passCompleted(now: loop.nowMonotonic) { ServiceManager.notify("WATCHDOG=1") }
-        if server.hasWork { requestPass() }
+        if server.hasWork || apps.wantsPass { requestPass() }
     }
 
     /// Hands the gathered changes to the commit thread (or settles a batch that changed
     /// nothing at once), unless a batch is in flight.
     private func startCommit() {
-        guard !manager.isCommitting else { return }
-        apply(manager.startCommit())
-        if manager.isCommitting { watchdog.commitStarted(now: loop.nowMonotonic) }
+        guard !host.isCommitting else { return }
+        apply(host.startCommit())
+        if host.isCommitting { watchdog.commitStarted(now: loop.nowMonotonic) }
         server.batchBegan()
     }
 
@@ -226,24 +278,25 @@ final class Daemon {
     /// then publish its events to the monitors.
     private func onCommitFinished() {
         // Drains the pipe first: a read answered after this still signals again.
-        let finished = manager.writer?.takeFinished()
-        service.readsFinished()
+        let finished = host.writer?.takeFinished()
+        feeds.readsFinished()
+        reportQuarantined()
         guard let finished else {
             server.flush()
             return
         }
         watchdog.commitFinished()
-        apply(manager.finishCommit(finished.result))
-        reclaim.evaluate()
+        apply(host.finishCommit(finished.result))
+        evaluateReclaim()
         startCommit()
         server.flush()
         publishCommitted()
         server.flush()
+        if apps.wantsPass { requestPass() }
     }
 
-    /// Publishes the events of the batches settled since the last time to the monitors, once
-    /// their replies are written and the next batch is under way: fanning events out to many
-    /// monitors (100 of them, say, most behind and only counting what they are owed) never
+    /// Publishes the events of the batches settled since the last time, once their replies
+    /// are written and the next batch is under way: fanning events out to many monitors never
     /// delays the answers of the callers who made the changes, nor the next commit. Events
     /// still go out batch by batch, in order, and a reply still means committed.
     private func publishCommitted() {
@@ -251,14 +304,22 @@ final class Daemon {
         let batches = unpublished
         unpublished.removeAll(keepingCapacity: true)
         for batch in batches {
-            service.publish(batch.events)
-            manager.recycle(events: batch.events, commandStarts: batch.starts)
+            publish(batch.events)
+            host.recycle(events: batch.events, commandStarts: batch.starts)
         }
-        manager.releaseSavedData()
+        host.releaseSavedData()
+    }
+
+    private func publish(_ events: [LifecycleEvent]) {
+        guard !events.isEmpty else { return }
+        // Before the app's process gets them: a resumed app is thawed first.
+        if !apps.launches.isEmpty { apps.observeLaunches(events) }
+        apps.publishToAttached(events)
+        feeds.publish(events)
     }
 
     /// Carries out what a commit settled.
-    private func apply(_ progress: Manager.Progress) {
+    private func apply(_ progress: EngineHost.Progress) {
         switch progress {
         case .nothing:
             return
@@ -267,7 +328,7 @@ final class Daemon {
                 logger.log(batch: through, events, commandStarts: starts, pressure: reclaim.level)
                 reclaim.noteActivations(events)
                 reclaim.rememberSessions(events)
-                status.changed()
+                statusChanged()
             }
             logger.release(through: through)
             server.settle(through: through, failure: nil)
@@ -280,55 +341,14 @@ final class Daemon {
             Diagnostics.error("commit failed, uncommitted changes dropped: \(error)")
             logger.release(through: through)
             server.settle(through: through, failure: Self.storageFailure(error))
-            status.changed()
+            statusChanged()
         }
     }
 
-    private func rearmEngineTimer() {
-        guard let timer = engineTimer else { return }
-        if let due = manager.engine.nextDeadline {
-            timer.reschedule(at: manager.clock.monotonic(at: due))
-        } else {
-            timer.disarm()
-        }
-    }
-
-    private func rearmAppTimer() {
-        guard let timer = appTimer else { return }
-        var due = service.attachments.nextDeadline()
-        if !service.launches.isEmpty, let launch = service.launches.nextDeadline(), due.map({ launch < $0 }) ?? true {
-            due = launch
-        }
-        // Every pass asks; the timer is touched only when the earliest deadline moved.
-        guard due != appTimerDue else { return }
-        appTimerDue = due
-        if let due {
-            timer.reschedule(at: manager.clock.monotonic(at: due))
-        } else {
-            timer.disarm()
-        }
-    }
-
-    /// Under pressure a decision uses a fresh reading (at most 100 ms old).
-    private func measureBeforeDecision() {
-        guard reclaim.level > .normal || reclaim.override != nil, service.measuresApps else { return }
-        let now = manager.clock.now()
-        if let last = service.lastMeasuredAt, now < last + .milliseconds(100) { return }
-        service.measureStartedApps()
-    }
-
-    /// Every MeasureIntervalSec= while started apps are measured; every 100 ms while a
-    /// reclaim waits for their freed memory to show.
-    private func rearmMeasureTimer() {
-        guard let timer = measureTimer, !measureArmed, service.measuresApps else { return }
-        let interval: UInt64 = service.shares.awaitingRelease ? 100_000 : UInt64(max(100_000, settings.measureInterval))
-        timer.reschedule(at: loop.nowMonotonic + interval)
-        measureArmed = true
-    }
-
-    private func armReclaimTimer(_ at: Timestamp?) {
-        guard let timer = reclaimTimer else { return }
-        if let at { timer.reschedule(at: manager.clock.monotonic(at: at)) } else { timer.disarm() }
+    private func reportQuarantined() {
+        let rows = host.takeQuarantined()
+        guard !rows.isEmpty else { return }
+        for entry in QuarantineReport.entries(for: rows) { logger.send(entry) }
     }
 
     static func storageFailure(_ error: StoreError) -> VarlinkError {
@@ -337,24 +357,117 @@ final class Daemon {
         return VarlinkError(name: ManagerInterface.name + ".StorageFailure", parameters: p)
     }
 
+    // MARK: - Reclaim
+
+    private func evaluateReclaim() {
+        carryOut(reclaim.evaluate(awaitingRelease: apps.shares.awaitingRelease, takesNotice: apps.takesNotice))
+    }
+
+    /// What an evaluation (or an answered notice) leaves to do.
+    private func carryOut(_ outcome: ReclaimRunner.Outcome) {
+        let settle = reclaim.policy.configuration.settle
+        for freed in outcome.reclaimed { apps.noteReclaimed(freed.app, bytes: freed.bytes, settle: settle) }
+        if !outcome.notices.isEmpty { apps.sendNotices(outcome.notices) }
+        if outcome.levelChanged { statusChanged() }
+        if outcome.evaluated { armReclaimTimer(outcome.wake) }
+    }
+
+    /// What handlers asked for while serving.
+    private func carryOutRequests() {
+        for request in dispatcher.takeRequests() {
+            switch request {
+            case .apply(let result): applyConfiguration(result)
+            case .reloadFailed(let error): reloadRefused(error)
+            case .reclaim(let outcome): carryOut(outcome)
+            case .livelock(let seconds): startLivelock(seconds: seconds)
+            }
+        }
+    }
+
+    private func applyPSI() {
+        let wanted = settings.pressureSources.contains(.psi)
+        if wanted {
+            if let psi = reclaim.psi, psi.settings == settings.psiSettings { return }
+            reclaim.psi?.stop()
+            let psi = PSISource(loop: loop, inbox: inbox, settings: settings.psiSettings)
+            reclaim.psi = psi
+            psi.start()
+        } else if let psi = reclaim.psi {
+            psi.stop()
+            reclaim.psi = nil
+        }
+    }
+
+    // MARK: - Timers
+
+    private func rearmEngineTimer() {
+        guard let timer = timers.engine else { return }
+        if let due = host.engine.nextDeadline {
+            timer.reschedule(at: host.clock.monotonic(at: due))
+        } else {
+            timer.disarm()
+        }
+    }
+
+    private func rearmAppTimer() {
+        guard let timer = timers.app else { return }
+        let due = apps.nextDeadline
+        // Every pass asks; the timer is touched only when the earliest deadline moved.
+        guard due != timers.appDue else { return }
+        timers.appDue = due
+        if let due {
+            timer.reschedule(at: host.clock.monotonic(at: due))
+        } else {
+            timer.disarm()
+        }
+    }
+
+    /// Under pressure a decision uses a fresh reading (at most 100 ms old).
+    private func measureBeforeDecision() {
+        guard reclaim.level > .normal || reclaim.override != nil, apps.measuresApps else { return }
+        let now = host.clock.now()
+        if let last = apps.lastMeasuredAt, now < last + .milliseconds(100) { return }
+        apps.measureStartedApps()
+    }
+
+    /// Every MeasureIntervalSec= while started apps are measured; every 100 ms while a
+    /// reclaim waits for their freed memory to show.
+    private func rearmMeasureTimer() {
+        guard let timer = timers.measure, !timers.measureArmed, apps.measuresApps else { return }
+        let interval: UInt64 = apps.shares.awaitingRelease ? 100_000 : UInt64(max(100_000, settings.measureInterval))
+        timer.reschedule(at: loop.nowMonotonic + interval)
+        timers.measureArmed = true
+    }
+
+    private func armReclaimTimer(_ at: Timestamp?) {
+        guard let timer = timers.reclaim else { return }
+        if let at { timer.reschedule(at: host.clock.monotonic(at: at)) } else { timer.disarm() }
+    }
+
     // MARK: - Reload
 
-    /// Re-reads the configuration and applies what can change at run time. On an error the
-    /// configuration in force stays, and the error is logged and shown in STATUS=.
-    func reload() -> Result<[String], ConfigError> {
-        let monotonic = Clock.monotonic.now()
-        _ = ServiceManager.notify("RELOADING=1\nMONOTONIC_USEC=\(monotonic)\nSTATUS=Reloading configuration...")
-        let result: ConfigLoader.Result
+    /// SIGHUP: re-reads the configuration and applies what can change at run time. On an
+    /// error the configuration in force stays, and the error is logged and shown in STATUS=.
+    /// (Reload over Varlink loads in the handler and asks for the same two steps.)
+    private func reload() {
         do {
-            result = try loader.load()
+            applyConfiguration(try loader.load())
         } catch {
-            reloadError = "\(error)"
-            logger.daemon(.err, MessageID.configurationReload,
-                          "Reload refused, the configuration in force stays: \(error)",
-                          [("SCENED_CONFIG_ERROR", "\(error)")])
-            status.sendNow("READY=1\n")
-            return .failure(error)
+            reloadRefused(error)
         }
+    }
+
+    private func reloadRefused(_ error: ConfigError) {
+        _ = ServiceManager.notify("RELOADING=1\nMONOTONIC_USEC=\(Clock.monotonic.now())\nSTATUS=Reloading configuration...")
+        reloadError = "\(error)"
+        logger.daemon(.err, MessageID.configurationReload,
+                      "Reload refused, the configuration in force stays: \(error)",
+                      [("SCENED_CONFIG_ERROR", "\(error)")])
+        sendStatus(prefix: "READY=1\n")
+    }
+
+    private func applyConfiguration(_ result: ConfigLoader.Result) {
+        _ = ServiceManager.notify("RELOADING=1\nMONOTONIC_USEC=\(Clock.monotonic.now())\nSTATUS=Reloading configuration...")
         for warning in result.warnings { Diagnostics.warning(warning) }
         var new = result.settings
         if let socket = options.socketPath { new.socketPath = socket }
@@ -364,29 +477,27 @@ final class Daemon {
         if new.durability != settings.durability || new.eventLogSize != settings.eventLogSize {
             Diagnostics.warning("[Store] settings take effect at the next start")
         }
-        apply(new)
-        configFiles = result.files
+        apply(new, files: result.files)
         reloadError = nil
-        reloads += 1
         logger.daemon(.info, MessageID.configurationReload,
                       "Configuration reloaded from \(result.files.isEmpty ? "defaults" : result.files.joined(separator: ", ")).",
                       [("SCENED_CONFIG_FILES", result.files.joined(separator: " "))])
-        status.sendNow("READY=1\n")
-        return .success(result.files)
+        sendStatus(prefix: "READY=1\n")
     }
 
-    private func apply(_ new: DaemonSettings) {
+    private func apply(_ new: DaemonSettings, files: [String]) {
         var kept = new
         kept.durability = settings.durability
         kept.eventLogSize = settings.eventLogSize
         settings = kept
-        manager.reconfigure(engine: new.engineConfiguration)
+        configFiles = files
+        host.reconfigure(engine: new.engineConfiguration)
         logger.level = new.logLevel
         status.interval = UInt64(max(new.statusInterval, 0))
         server.limits = new.limits
-        service.policy = new.accessPolicy
-        service.attachments.deadlines = new.appDeadlines
-        service.appSettings = new.apps
+        dispatcher.configure(kept, files: files)
+        feeds.policy = new.accessPolicy
+        apps.configure(new)
         reclaim.reconfigure(grace: new.reclaimGrace)
         reclaim.reconfigure(new.reclaimConfiguration, budget: new.memoryBudget, watermarks: new.watermarks,
                             hold: TimeSpan(microseconds: new.pressureHold),
@@ -399,26 +510,54 @@ final class Daemon {
 
     /// An always-ready source above the pass: the loop keeps iterating but serves no one, as
     /// in the first release's wedge. For `seconds` (0: for ever).
-    func startLivelock(seconds: Int) {
-        let until = loop.nowMonotonic + UInt64(max(0, seconds)) * 1_000_000
-        let me = Unmanaged.passUnretained(self)
+    private func startLivelock(seconds: Int) {
         Diagnostics.warning("test hook: livelocking the event loop" + (seconds > 0 ? " for \(seconds) s" : ""))
-        livelock = try? loop.addDefer(priority: -100) {
-            let daemon = me.takeUnretainedValue()
-            if seconds == 0 || daemon.loop.nowMonotonic < until {
-                daemon.livelock?.trigger()
-            } else {
-                daemon.livelock?.cancel()
-                daemon.livelock = nil
-            }
+        livelockUntil = seconds == 0 ? 0 : loop.nowMonotonic + UInt64(max(0, seconds)) * 1_000_000
+        timers.livelock = try? loop.addDefer(priority: -100, posting: .livelock, to: inbox)
+        timers.livelock?.trigger()
+    }
+
+    private func onLivelock() {
+        if let until = livelockUntil, until == 0 || loop.nowMonotonic < until {
+            timers.livelock?.trigger()
+        } else {
+            timers.livelock?.cancel()
+            timers.livelock = nil
+            livelockUntil = nil
         }
-        livelock?.trigger()
     }
 
     // MARK: - Status
 
+    /// Something STATUS= shows changed: sent now, or when the interval ends.
+    private func statusChanged() {
+        switch status.changed(now: Clock.monotonic.now()) {
+        case .sendNow:
+            sendStatus()
+        case .arm(let at):
+            if timers.status == nil {
+                timers.status = try? loop.addTimer(at: at, priority: 50, posting: .statusDue, to: inbox)
+            } else {
+                timers.status?.reschedule(at: at)
+            }
+        case .wait:
+            return
+        }
+    }
+
+    private func onStatusDue() {
+        status.timerFired()
+        sendStatus()
+    }
+
+    private func sendStatus(prefix: String = "") {
+        if let message = status.message(statusLine(), now: Clock.monotonic.now(), prefix: prefix) {
+            _ = ServiceManager.notify(message)
+        }
+    }
+
     func statusLine() -> String {
-        let engine = manager.engine
+        let engine = host.engine
         let live = engine.liveSessionCount
         var running = 0
         for app in engine.apps.values where app.process == .running { running += 1 }

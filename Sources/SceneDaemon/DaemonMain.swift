@@ -156,13 +156,12 @@ public enum DaemonMain {
                                   stateDirectory: stateDirectory, journal)
             // Consumed: kept here too, it would share the engine's tables for the daemon's life,
             // and the first change would copy them all (100 MB with a million sessions).
-            let manager = Manager(engine: consume engine, clock: DaemonClock(), writer: writer,
+            let host = EngineHost(engine: consume engine, clock: DaemonClock(), writer: writer,
                                   savedData: try SavedDataReader(path: store.path))
-            _ = manager.quarantine.add(quarantined)
-            manager.onQuarantine = { rows in for entry in QuarantineReport.entries(for: rows) { journal.send(entry) } }
+            _ = host.quarantine.add(quarantined)
             var effective = config
             effective.settings = settings
-            let daemon = try Daemon(options: options, config: effective, loader: loader, loop: loop, manager: manager,
+            let daemon = try Daemon(options: options, config: effective, loader: loader, loop: loop, host: host,
                                     listenFD: listenFD, socketPath: socketPath, ownsSocket: ownsSocket)
             try daemon.start()
             let code = try daemon.run()

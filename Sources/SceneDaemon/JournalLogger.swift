@@ -8,12 +8,26 @@ final class JournalLogger {
     var level: LogLevel
     let toJournal: Bool
     private(set) var sent: UInt64 = 0
-    /// When set, entries that pass the level go here instead of the journal or stderr (tests).
-    var sink: ((LogEntry) -> Void)?
+    /// Where entries go: journald, readable lines on stderr, or kept in memory (tests).
+    enum Destination {
+        case journal
+        case stderr
+        case memory
+    }
+    let destination: Destination
+    /// The entries kept with `.memory`.
+    private(set) var kept: [LogEntry] = []
 
     init(level: LogLevel, toJournal: Bool = Journal.isConnectedToJournal()) {
         self.level = level
         self.toJournal = toJournal
+        destination = toJournal ? .journal : .stderr
+    }
+
+    init(level: LogLevel, destination: Destination) {
+        self.level = level
+        toJournal = destination == .journal
+        self.destination = destination
     }
 
     func wants(_ priority: LogLevel) -> Bool { priority <= level }
@@ -37,9 +51,10 @@ final class JournalLogger {
     func send(_ entry: LogEntry) {
         guard wants(entry.priority) else { return }
         sent &+= 1
-        if let sink {
-            sink(entry)
-        } else if toJournal {
+        switch destination {
+        case .memory:
+            kept.append(entry)
+        case .journal:
             var fields: [JournalField] = [
                 .message(entry.message),
                 .priority(Journal.Priority(rawValue: Int32(entry.priority.rawValue)) ?? .info),
@@ -49,7 +64,7 @@ final class JournalLogger {
             fields.reserveCapacity(4 + entry.fields.count)
             for (name, value) in entry.fields { fields.append(JournalField(name: name, value: value)) }
             _ = Journal.send(fields)
-        } else {
+        case .stderr:
             var line = "scened: \(entry.message)\n"
             line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
         }

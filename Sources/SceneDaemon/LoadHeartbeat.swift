@@ -64,17 +64,7 @@ final class LoadHeartbeat: Sendable {
     static func start(interval: UInt64 = configuredInterval()) -> LoadHeartbeat {
         let heartbeat = LoadHeartbeat(interval: interval)
         guard getenv("NOTIFY_SOCKET") != nil else { return heartbeat }
-        var thread = pthread_t()
-        let box = Unmanaged.passRetained(heartbeat).toOpaque()
-        if pthread_create(&thread, nil, { argument in
-            let heartbeat = Unmanaged<LoadHeartbeat>.fromOpaque(argument!).takeRetainedValue()
-            heartbeat.tick()
-            return nil
-        }, box) == 0 {
-            pthread_detach(thread)
-        } else {
-            Unmanaged<LoadHeartbeat>.fromOpaque(box).release()
-        }
+        OSThread.detach { heartbeat.tick() }
         return heartbeat
     }
 

@@ -37,12 +37,21 @@ final class PSISource {
         var pollIntervalUSec: UInt64 = 500_000
     }
 
+    /// What its loop sources report (`DaemonInput.psi`), for `handle`.
+    enum Input {
+        case trigger(PressureLevel, IOEvents)
+        case holdExpired
+        case poll
+        case retry
+    }
+
     let loop: EventLoop
+    let inbox: LoopInbox<DaemonInput>
     let settings: Settings
     private(set) var mode: Mode = .unavailable("not started")
     private(set) var level: PressureLevel = .normal
-    /// Called when the level changes.
-    var onChange: (() -> Void)?
+    /// The level changed since the last `handle` returned.
+    private var changed = false
 
     private var someFD: Int32 = -1
     private var fullFD: Int32 = -1
@@ -56,15 +65,28 @@ final class PSISource {
     /// Polling: samples of (time, some total, full total) within the last window.
     private var samples: [(at: UInt64, some: UInt64, full: UInt64)] = []
 
-    init(loop: EventLoop, settings: Settings) {
+    init(loop: EventLoop, inbox: LoopInbox<DaemonInput>, settings: Settings) {
         self.loop = loop
+        self.inbox = inbox
         self.settings = settings
         window = settings.windowUSec
     }
 
-    // stop(), not just closeAll(): the hold and retry timers belong to the loop and call back
-    // through an unretained reference, so a freed source must not leave them armed.
+    // stop(), not just closeAll(): the hold and retry timers belong to the loop, and a freed
+    // source must not leave them posting.
     deinit { stop() }
+
+    /// One of its sources fired. Returns whether the level changed.
+    func handle(_ input: Input) -> Bool {
+        changed = false
+        switch input {
+        case .trigger(let level, let events): onTrigger(level, events)
+        case .holdExpired: onHoldExpired()
+        case .poll: poll()
+        case .retry: retry()
+        }
+        return changed
+    }
 
     func start() {
         closeAll()
@@ -142,11 +164,8 @@ final class PSISource {
     }
 
     private func watch(_ fd: Int32, _ level: PressureLevel) -> Bool {
-        let me = Unmanaged.passUnretained(self)
         do {
-            let source = try loop.addIO(fd: fd, events: [.priority]) { events in
-                me.takeUnretainedValue().onTrigger(level, events)
-            }
+            let source = try loop.addIO(fd: fd, events: [.priority], posting: { .psi(.trigger(level, $0)) }, to: inbox)
             sources.append(source)
             return true
         } catch {
@@ -181,11 +200,8 @@ final class PSISource {
     /// The level drops a hold time after the last event of that level.
     private func armHold(_ now: UInt64) {
         let holdFor = settings.holdWindows * window
-        let me = Unmanaged.passUnretained(self)
         if holdTimer == nil {
-            holdTimer = try? loop.addTimer(at: now + holdFor, accuracy: 10_000, priority: 20) {
-                me.takeUnretainedValue().onHoldExpired()
-            }
+            holdTimer = try? loop.addTimer(at: now + holdFor, accuracy: 10_000, priority: 20, posting: .psi(.holdExpired), to: inbox)
         } else {
             holdTimer?.reschedule(at: now + holdFor)
         }
@@ -203,7 +219,7 @@ final class PSISource {
     private func setLevel(_ new: PressureLevel) {
         guard new != level else { return }
         level = new
-        onChange?()
+        changed = true
     }
 
     // MARK: - Polling
@@ -211,10 +227,7 @@ final class PSISource {
     private func startPolling() -> Mode {
         window = settings.windowUSec
         samples.removeAll()
-        let me = Unmanaged.passUnretained(self)
-        pollTimer = try? loop.addTimer(at: Clock.monotonic.now(), accuracy: 10_000, priority: 20) {
-            me.takeUnretainedValue().poll()
-        }
+        pollTimer = try? loop.addTimer(at: Clock.monotonic.now(), accuracy: 10_000, priority: 20, posting: .psi(.poll), to: inbox)
         return pollTimer == nil ? .unavailable("cannot arm the poll timer") : .polling
     }
 
@@ -273,11 +286,10 @@ final class PSISource {
     // MARK: - Lifetime
 
     private func scheduleRetry() {
-        let me = Unmanaged.passUnretained(self)
         let at = Clock.monotonic.now() + retryDelay
         retryDelay = min(retryDelay * 2, 60_000_000)
         if retryTimer == nil {
-            retryTimer = try? loop.addTimer(at: at, accuracy: 100_000, priority: 20) { me.takeUnretainedValue().retry() }
+            retryTimer = try? loop.addTimer(at: at, accuracy: 100_000, priority: 20, posting: .psi(.retry), to: inbox)
         } else {
             retryTimer?.reschedule(at: at)
         }

@@ -66,12 +66,12 @@ struct QuarantineReport {
     }
 }
 
-extension ManagerVarlink {
+extension MethodDispatcher {
     /// The typed error for a refused command; one that names a quarantined session says so.
     func commandError(_ error: LifecycleError) -> VarlinkError {
         switch error {
         case .noSuchSession(let id), .sessionDiscarded(let id):
-            if let quarantined = manager.quarantine.refusal(for: id) { return quarantined }
+            if let quarantined = host.quarantine.refusal(for: id) { return quarantined }
         default:
             break
         }

@@ -4,10 +4,10 @@ import SystemdKit
 
 /// Runs SceneCore's `ReclaimController` — the same one the replayer drives — on the live
 /// engine: it reads the sources (the engine's accounting, PSI), hands the controller's
-/// commands to the Manager (so they commit with everything else), and reports level changes.
-/// Nothing here decides anything.
+/// commands to the EngineHost (so they commit with everything else), and returns what else
+/// follows (`Outcome`) for the daemon to carry out. Nothing here decides anything.
 final class ReclaimRunner {
-    let manager: Manager
+    let host: EngineHost
     let logger: JournalLogger
     private(set) var controller: ReclaimController
     var budget: UInt64 {
@@ -17,10 +17,6 @@ final class ReclaimRunner {
     private(set) var usage: UInt64 = 0
     /// For `scenectl pressure chart`: what the controller saw and did since start-up.
     private(set) var history = PressureHistory()
-    /// Asks the daemon to evaluate again at this engine time (a timer).
-    var wakeAt: ((Timestamp?) -> Void)?
-    /// The level changed (status line).
-    var onLevelChange: (() -> Void)?
     /// Every override set or cleared, at the event sequence number it came before, for
     /// ExportTrace (the event log does not have them). Bounded: the oldest go first.
     private(set) var overrides: [(time: Timestamp, seq: UInt64, override: PressureOverride?)] = []
@@ -41,19 +37,25 @@ final class ReclaimRunner {
     private(set) var connected: [SessionID: HistorySession] = [:]
     private var connectedOrder: [SessionID] = []
     static let connectedCapacity = 16_384
-    /// A disconnect freed a scene's footprint (what it was charged) of this app.
-    var onReclaimed: ((AppID, UInt64) -> Void)?
-    /// Whether freed memory has yet to show in a measured app: the next batch waits for it.
-    var awaitingRelease: (() -> Bool)?
-    /// Tests: every reclaim command carried out, and whether the engine took it.
-    var stepObserver: ((Command, Bool) -> Void)?
-    /// Whether an app takes part in the reclaim grace (it is attached), and where its notices go.
-    var takesNotice: ((AppID) -> Bool)?
-    var sendNotices: (([ReclaimGrace.Notice]) -> Void)?
 
-    init(manager: Manager, logger: JournalLogger, policy: ReclaimPolicy, budget: UInt64, watermarks: Watermarks,
+    /// What an evaluation leaves for the daemon to carry out.
+    struct Outcome {
+        /// From an evaluation (not an answer): `wake` then replaces the timer.
+        var evaluated = false
+        /// When to evaluate again (engine time), nil: only when something changes.
+        var wake: Timestamp?
+        var levelChanged = false
+        /// Reclaim notices for attached apps (they wait for no commit).
+        var notices: [ReclaimGrace.Notice] = []
+        /// Scenes disconnected, with the footprint they were charged, by app.
+        var reclaimed: [(app: AppID, bytes: UInt64)] = []
+        /// Every command carried out, and whether the engine took it.
+        var executed: [(command: Command, succeeded: Bool)] = []
+    }
+
+    init(host: EngineHost, logger: JournalLogger, policy: ReclaimPolicy, budget: UInt64, watermarks: Watermarks,
          hold: TimeSpan, simulated: Bool) {
-        self.manager = manager
+        self.host = host
         self.logger = logger
         self.budget = budget
         controller = ReclaimController(policy: policy, gauge: PressureGauge(watermarks: watermarks, hold: hold),
@@ -77,56 +79,65 @@ final class ReclaimRunner {
     func setOverride(_ override: PressureOverride?) {
         controller.override = override
         if overrides.count >= Self.overrideCapacity { overrides.removeFirst(Self.overrideCapacity / 8) }
-        overrides.append((manager.clock.now(), manager.engine.nextSequence, override))
+        overrides.append((host.clock.now(), host.engine.nextSequence, override))
         inputsChanged = true
     }
 
-    func evaluate() {
-        let now = manager.clock.now()
+    /// Evaluates the controller on the engine as it is now. `awaitingRelease`: freed memory
+    /// has yet to show in a measured app (the next batch waits for it); `takesNotice`: the app
+    /// takes part in the reclaim grace.
+    func evaluate(awaitingRelease: Bool, takesNotice: (AppID) -> Bool) -> Outcome {
+        let now = host.clock.now()
         noteDecision(now)
         defer {
-            evaluatedThrough = manager.engine.nextSequence
+            evaluatedThrough = host.engine.nextSequence
             inputsChanged = false
         }
-        usage = manager.engine.residentBytes
-        controller.policy.awaitingRelease = awaitingRelease?() ?? false
-        let notice: ((SessionID, AppID) -> Bool)? = takesNotice.map { f in { _, app in f(app) } }
-        let outcome = controller.evaluate(engine: manager.engine,
-                                          readings: PressureReadings(usage: usage, budget: budget, external: psi?.level ?? .normal),
-                                          now: now, takesNotice: notice)
-        if let old = outcome.previousLevel { logLevelChange(from: old, now: now) }
-        history.record(time: now, seq: manager.engine.nextSequence, usage: usage, budget: budget, level: level)
-        execute(outcome.steps, now: now)
-        if !outcome.notices.isEmpty { sendNotices?(outcome.notices) }
-        if outcome.becameUnrelievable {
-            logger.daemon(batch: manager.gathering, position: manager.pending.events.count, .warning, MessageID.pressureUnrelievable,
-                          "Memory pressure \(level.name) cannot be relieved: only foreground and protected scenes remain; \(ByteSize.format(usage)) of \(ByteSize.format(budget)).",
-                          [("SCENED_PRESSURE", level.name), ("SCENED_USAGE", String(usage)), ("SCENED_BUDGET", String(budget))])
+        usage = host.engine.residentBytes
+        controller.policy.awaitingRelease = awaitingRelease
+        let readings = PressureReadings(usage: usage, budget: budget, external: psi?.level ?? .normal)
+        // The controller asks during this call only.
+        let evaluated = withoutActuallyEscaping(takesNotice) { takesNotice in
+            controller.evaluate(engine: host.engine, readings: readings, now: now, takesNotice: { _, app in takesNotice(app) })
         }
-        if !outcome.steps.isEmpty {
+        var outcome = Outcome(evaluated: true, wake: evaluated.wake, notices: evaluated.notices)
+        if let old = evaluated.previousLevel {
+            logLevelChange(from: old, now: now)
+            outcome.levelChanged = true
+        }
+        history.record(time: now, seq: host.engine.nextSequence, usage: usage, budget: budget, level: level)
+        execute(evaluated.steps, now: now, into: &outcome)
+        if evaluated.becameUnrelievable { logUnrelievable() }
+        if !evaluated.steps.isEmpty {
             // What the steps freed shows at once, not at the next pass.
-            history.record(time: now, seq: manager.engine.nextSequence, usage: manager.engine.residentBytes,
+            history.record(time: now, seq: host.engine.nextSequence, usage: host.engine.residentBytes,
                            budget: budget, level: level)
         }
-        wakeAt?(outcome.wake)
+        return outcome
     }
 
-    private func execute(_ steps: [ReclaimController.Step], now: Timestamp) {
+    private func logUnrelievable() {
+        logger.daemon(batch: host.gathering, position: host.pending.events.count, .warning, MessageID.pressureUnrelievable,
+                      "Memory pressure \(level.name) cannot be relieved: only foreground and protected scenes remain; \(ByteSize.format(usage)) of \(ByteSize.format(budget)).",
+                      [("SCENED_PRESSURE", level.name), ("SCENED_USAGE", String(usage)), ("SCENED_BUDGET", String(budget))])
+    }
+
+    private func execute(_ steps: [ReclaimController.Step], now: Timestamp, into outcome: inout Outcome) {
         for step in steps {
             do {
-                let seq = manager.engine.nextSequence
+                let seq = host.engine.nextSequence
                 var freed: (AppID, UInt64)?
-                if case .disconnect(let id, _) = step.command, let s = manager.engine.sessions[id] { freed = (s.app, s.footprint) }
-                _ = try manager.execute(step.command)
-                if let freed { onReclaimed?(freed.0, freed.1) }
+                if case .disconnect(let id, _) = step.command, let s = host.engine.sessions[id] { freed = (s.app, s.footprint) }
+                _ = try host.execute(step.command)
+                if let freed { outcome.reclaimed.append(freed) }
                 controller.executed(step, succeeded: true)
                 history.record(step.step.action, time: now, seq: seq, usage: usage)
-                stepObserver?(step.command, true)
+                outcome.executed.append((step.command, true))
             } catch {
                 // The state moved on since the plan was made (another call in this pass);
                 // the next decision sees the new state.
                 controller.executed(step, succeeded: false)
-                stepObserver?(step.command, false)
+                outcome.executed.append((step.command, false))
                 Diagnostics.info("reclaim step skipped: \(error)")
             }
         }
@@ -134,16 +145,17 @@ final class ReclaimRunner {
 
     /// An attached app answered a reclaim notice: its disconnect, if the answer releases it,
     /// joins the current batch.
-    func answer(_ id: UInt64, _ answer: ReclaimGrace.Answer, app: AppID) -> ReclaimGrace.Resolution {
-        let (resolution, steps) = controller.answer(id, answer, app: app, engine: manager.engine)
-        execute(steps, now: manager.clock.now())
-        return resolution
+    func answer(_ id: UInt64, _ answer: ReclaimGrace.Answer, app: AppID) -> (ReclaimGrace.Resolution, Outcome) {
+        let (resolution, steps) = controller.answer(id, answer, app: app, engine: host.engine)
+        var outcome = Outcome()
+        execute(steps, now: host.clock.now(), into: &outcome)
+        return (resolution, outcome)
     }
 
     func reconfigure(grace: ReclaimGrace.Configuration) { controller.grace.configuration = grace }
 
     private func noteDecision(_ now: Timestamp) {
-        let seq = manager.engine.nextSequence
+        let seq = host.engine.nextSequence
         guard inputsChanged || evaluatedThrough != seq else { return }
         if decisions.count >= Self.decisionCapacity {
             decisions.removeFirst(Self.decisionCapacity / 8)
@@ -155,13 +167,12 @@ final class ReclaimRunner {
 
     private func logLevelChange(from old: PressureLevel, now: Timestamp) {
         let new = level
-        logger.daemon(batch: manager.gathering, position: manager.pending.events.count,
+        logger.daemon(batch: host.gathering, position: host.pending.events.count,
                       new > old ? .notice : .info, MessageID.pressureChanged,
                       "Memory pressure \(old.name) → \(new.name); \(ByteSize.format(usage)) of \(ByteSize.format(budget)).",
                       [("SCENED_PRESSURE", new.name), ("SCENED_PRESSURE_BEFORE", old.name),
                        ("SCENED_USAGE", String(usage)), ("SCENED_BUDGET", String(budget)),
                        ("SCENED_PRESSURE_SOURCES", sources(now: now).filter { $0.level > .normal }.map(\.name).joined(separator: ","))])
-        onLevelChange?()
     }
 
     /// A session became active: the policy counts regrets.
@@ -175,7 +186,7 @@ final class ReclaimRunner {
     func rememberSessions(_ events: [LifecycleEvent]) {
         for e in events where e.name == .willConnectTo {
             guard case .connect(_, let reconnect) = e.detail, !reconnect, let id = e.session,
-                  let s = manager.engine.sessions[id], connected[id] == nil else { continue }
+                  let s = host.engine.sessions[id], connected[id] == nil else { continue }
             if connectedOrder.count >= Self.connectedCapacity {
                 for old in connectedOrder.prefix(Self.connectedCapacity / 8) { connected[old] = nil }
                 connectedOrder.removeFirst(Self.connectedCapacity / 8)

@@ -1,54 +1,43 @@
-import SystemdKit
-
-/// Keeps systemd's STATUS= line current without flooding the manager: at most one update per
-/// interval, the last change always delivered.
-final class StatusReporter {
-    private let loop: EventLoop
+/// When to send systemd's STATUS= line: at most one update per interval, the last change
+/// always delivered (at the interval's end). It decides only; the daemon builds the line,
+/// sends it and arms the timer, so building the line is as rate-limited as sending it.
+struct StatusReporter {
     var interval: UInt64
-    private let line: () -> String
     private var lastSent: UInt64 = 0
     private var lastText = ""
-    private var timer: TimerSource?
     private var timerArmed = false
 
-    init(loop: EventLoop, interval: UInt64, line: @escaping () -> String) {
-        self.loop = loop
+    enum Decision: Equatable {
+        /// Build the line and `send` it now.
+        case sendNow
+        /// Arm the status timer for this time (µs, monotonic); `timerFired` follows.
+        case arm(at: UInt64)
+        case wait
+    }
+
+    init(interval: UInt64) {
         self.interval = interval
-        self.line = line
     }
 
-    func changed() {
-        let now = Clock.monotonic.now()
-        if now >= lastSent + interval {
-            send(now)
-        } else if !timerArmed {
-            timerArmed = true
-            let me = Unmanaged.passUnretained(self)
-            if timer == nil {
-                timer = try? loop.addTimer(at: lastSent + interval, priority: 50) {
-                    let reporter = me.takeUnretainedValue()
-                    reporter.timerArmed = false
-                    reporter.send(Clock.monotonic.now())
-                }
-            } else {
-                timer?.reschedule(at: lastSent + interval)
-            }
-        }
+    /// Something the line shows changed at `now`.
+    mutating func changed(now: UInt64) -> Decision {
+        if now >= lastSent + interval { return .sendNow }
+        if timerArmed { return .wait }
+        timerArmed = true
+        return .arm(at: lastSent + interval)
     }
 
-    /// Sends now, whatever the rate (start-up, reload, errors).
-    func sendNow(_ prefix: String = "") {
-        lastText = ""
-        send(Clock.monotonic.now(), prefix: prefix)
+    mutating func timerFired() {
+        timerArmed = false
     }
 
-    private func send(_ now: UInt64, prefix: String = "") {
-        // Checked now, sent or not: an unchanged line used to leave `lastSent` behind, so once
-        // the interval had passed every commit built the line again (2 % of a busy loop).
+    /// The notification to send for `line` at `now`, or nil when the line has not changed.
+    /// A `prefix` (READY=1, RELOADING=1 …) is always sent.
+    mutating func message(_ line: String, now: UInt64, prefix: String = "") -> String? {
+        // Checked now, sent or not: the interval runs from the last time the line was built.
         lastSent = now
-        let text = line()
-        guard text != lastText || !prefix.isEmpty else { return }
-        lastText = text
-        _ = ServiceManager.notify(prefix + "STATUS=" + text)
+        guard line != lastText || !prefix.isEmpty else { return nil }
+        lastText = line
+        return prefix + "STATUS=" + line
     }
 }

@@ -214,18 +214,7 @@ public struct VarlinkConnection: Sendable {
     /// Hot path: writes `{"parameters":{…}}` straight into the output buffer. The closure
     /// writes the members of the parameters object (keys and values) and nothing else.
     public mutating func enqueueReply(continues: Bool = false, _ writeParameters: (inout JSONWriter) -> Void) {
-        withOutputWriter { writer in
-            writer.beginObject()
-            writer.key("parameters")
-            writer.beginObject()
-            writeParameters(&writer)
-            writer.endObject()
-            if continues {
-                writer.key("continues")
-                writer.bool(true)
-            }
-            writer.endObject()
-        }
+        withOutputWriter { writer in writer.reply(continues: continues, writeParameters) }
     }
 
     private mutating func withOutputWriter(_ body: (inout JSONWriter) -> Void) {

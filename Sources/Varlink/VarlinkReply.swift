@@ -67,3 +67,23 @@ public struct VarlinkReply: Sendable, Equatable {
         writer.endObject()
     }
 }
+
+extension JSONWriter {
+    /// Writes a reply's envelope, `{"parameters":{…}}` with `"continues":true` when more
+    /// replies to the same call follow; `writeParameters` writes the members of the
+    /// parameters object and nothing else. `continues` is read after the parameters are
+    /// written, so a stream can decide it from how far the piece got.
+    @inline(__always)
+    public mutating func reply(continues: @autoclosure () -> Bool = false, _ writeParameters: (inout JSONWriter) -> Void) {
+        beginObject()
+        key(static: "parameters")
+        beginObject()
+        writeParameters(&self)
+        endObject()
+        if continues() {
+            key(static: "continues")
+            bool(true)
+        }
+        endObject()
+    }
+}

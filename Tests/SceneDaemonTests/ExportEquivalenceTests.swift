@@ -11,33 +11,33 @@ struct ExportEquivalenceTests {
     struct DaemonRun {
         var events: [LifecycleEvent] = []
         var runner: ReclaimRunner
-        var manager: Manager
+        var host: EngineHost
     }
 
-    /// Runs the inputs through the daemon's Manager and ReclaimRunner as ReplayEquivalenceTests
+    /// Runs the inputs through the daemon's EngineHost and ReclaimRunner as ReplayEquivalenceTests
     /// does, keeping every committed event (the event log).
     static func daemon(_ inputs: [(ReplayInput, Timestamp)], _ settings: ReplaySettings) -> DaemonRun {
         let start = inputs.first?.1 ?? Timestamp(microseconds: 0)
         let time = VirtualClock(now: 1_000_000)
         let clock = DaemonClock(virtual: time, startingAt: start)
-        let manager = Manager(engine: LifecycleEngine(configuration: settings.engine), clock: clock, writer: nil)
+        let host = EngineHost(engine: LifecycleEngine(configuration: settings.engine), clock: clock, writer: nil)
         var reclaim = settings.reclaim
         reclaim.budget = .max
-        let runner = ReclaimRunner(manager: manager, logger: JournalLogger(level: .emerg, toJournal: false),
+        let runner = ReclaimRunner(host: host, logger: JournalLogger(level: .emerg, toJournal: false),
                                    policy: ReclaimPolicy(configuration: reclaim, order: .ours), budget: 0,
                                    watermarks: settings.reclaim.watermarks, hold: settings.hold, simulated: true)
-        var run = DaemonRun(runner: runner, manager: manager)
+        var run = DaemonRun(runner: runner, host: host)
         for (input, t) in inputs {
             time.now = 1_000_000 + UInt64(t.microseconds - start.microseconds)
             switch input {
-            case .command(let c): _ = try? manager.execute(c)
+            case .command(let c): _ = try? host.execute(c)
             case .override(let o): runner.setOverride(o)
             case .evaluate(let budget):
-                manager.tick()
+                host.tick()
                 runner.budget = budget ?? 0
-                runner.evaluate()
+                _ = runner.evaluate(awaitingRelease: false, takesNotice: { _ in false })
             }
-            if case .committed(_, let events, _) = manager.startCommit() {
+            if case .committed(_, let events, _) = host.startCommit() {
                 runner.noteActivations(events)
                 runner.rememberSessions(events)
                 run.events += events
@@ -49,11 +49,11 @@ struct ExportEquivalenceTests {
     /// What the export handler gathers, from the in-process daemon.
     static func export(_ run: DaemonRun, _ settings: ReplaySettings, since: UInt64 = 0) -> Trace {
         var sessions = run.runner.connected
-        for (id, s) in run.manager.engine.sessions {
+        for (id, s) in run.host.engine.sessions {
             sessions[id] = HistorySession(footprint: s.footprint, restoreCostMs: s.restoreCostMs, isProtected: s.isProtected)
         }
         var apps: [AppID: UInt64] = [:]
-        for (id, a) in run.manager.engine.apps where a.baseFootprint > 0 { apps[id] = a.baseFootprint }
+        for (id, a) in run.host.engine.apps where a.baseFootprint > 0 { apps[id] = a.baseFootprint }
         var inputs = run.runner.history.samples.map { HistoryInput(seq: $0.seq, time: $0.time, .budget($0.budget)) }
         inputs += run.runner.overrides.map { HistoryInput(seq: $0.seq, time: $0.time, .override($0.override)) }
         inputs += run.runner.decisions.map { HistoryInput(seq: $0.seq, time: $0.time, .decide) }
@@ -64,7 +64,7 @@ struct ExportEquivalenceTests {
         header.explicitDecisions = true
         return HistoryTraceBuilder.trace(run.events.filter { $0.seq >= since }, settings: header, sessions: sessions,
                                          appFootprints: apps, budget: run.runner.history.samples.first?.budget,
-                                         inputs: inputs, end: run.manager.clock.now())
+                                         inputs: inputs, end: run.host.clock.now())
     }
 
     /// A generated trace without footprint changes: the event log does not record them, and an

@@ -26,11 +26,9 @@ struct JournalLoggerTests {
     }
 
     private static func logged(at level: LogLevel, _ events: [LifecycleEvent]) -> (entries: [LogEntry], sent: UInt64) {
-        let logger = JournalLogger(level: level, toJournal: false)
-        var captured: [LogEntry] = []
-        logger.sink = { captured.append($0) }
+        let logger = JournalLogger(level: level, destination: .memory)
         logger.log(events, pressure: .warning)
-        return (captured, logger.sent)
+        return (logger.kept, logger.sent)
     }
 
     @Test("entries held for a batch take their place among its changes; older batches' first")
@@ -39,9 +37,8 @@ struct JournalLoggerTests {
         let (s1, connect) = try d.connect(mail)
         let background = try d.run(.background(s1))
         let warning = try d.run(.memoryWarning(apps: nil))
-        let logger = JournalLogger(level: .info, toJournal: false)
-        var captured: [String] = []
-        logger.sink = { captured.append($0.message) }
+        let logger = JournalLogger(level: .info, destination: .memory)
+        var captured: [String] { logger.kept.map(\.message) }
         // Held for batch 2 (settled with no events), and for batch 3 after its first two commands.
         logger.daemon(batch: 2, position: 0, .info, "x", "held for 2")
         logger.daemon(batch: 3, position: connect.count + background.count, .notice, "x", "pressure changed")
@@ -95,9 +92,8 @@ struct JournalLoggerTests {
             #expect(got.isEmpty)
             #expect(sent == 0)
         }
-        let logger = JournalLogger(level: .warning, toJournal: false)
-        var captured: [LogEntry] = []
-        logger.sink = { captured.append($0) }
+        let logger = JournalLogger(level: .warning, destination: .memory)
+        var captured: [LogEntry] { logger.kept }
         logger.daemon(.info, MessageID.daemonReady, "ready")
         logger.daemon(.err, MessageID.storageFailure, "commit failed", [("SCENED_STORE", "/x")])
         #expect(captured.map(\.messageID) == [MessageID.storageFailure])

@@ -18,6 +18,19 @@ private func spin(_ loop: EventLoop, seconds: Double, until done: () -> Bool = {
     }
 }
 
+/// A PSI source on `loop` whose inputs reach it as the daemon routes them (`DaemonInput.psi`);
+/// `onChange` gets its level after each change.
+private func makePSI(_ loop: EventLoop, _ settings: PSISource.Settings,
+                     onChange: ((PressureLevel) -> Void)? = nil) -> PSISource {
+    let inbox = LoopInbox<DaemonInput>()
+    let psi = PSISource(loop: loop, inbox: inbox, settings: settings)
+    inbox.open { [weak psi] input in
+        guard case .psi(let i) = input, let psi else { return }
+        if psi.handle(i) { onChange?(psi.level) }
+    }
+    return psi
+}
+
 /// Tries one trigger on a pressure file the way §4.2 says (O_RDWR|O_NONBLOCK, NUL-terminated):
 /// nil on success, else errno.
 private func probeTrigger(_ path: String, _ spec: String) -> Int32? {
@@ -99,7 +112,7 @@ struct PSISourceTests {
         }
         print("PSISourceTests.realProcPressure: \(why)")
         let loop = try EventLoop()
-        let psi = PSISource(loop: loop, settings: PSISource.Settings(path: path, warningStallUSec: 100_000,
+        let psi = makePSI(loop, PSISource.Settings(path: path, warningStallUSec: 100_000,
                                                                       criticalStallUSec: 100_000, windowUSec: 1_000_000))
         psi.start()
         #expect(psi.mode == .triggers(windowUSec: expected))
@@ -122,9 +135,8 @@ struct PSISourceTests {
         var full: UInt64 = 500
         let path = try dir.write("memory.pressure", pressureText(some: some, full: full))
         let loop = try EventLoop()
-        let psi = PSISource(loop: loop, settings: fakeSettings(path))
         var changes: [PressureLevel] = []
-        psi.onChange = { [unowned psi] in changes.append(psi.level) }
+        let psi = makePSI(loop, fakeSettings(path)) { changes.append($0) }
         psi.start()
         defer { psi.stop() }
         #expect(psi.mode == .polling)
@@ -178,7 +190,7 @@ struct PSISourceTests {
         defer { dir.remove() }
         let path = dir.path + "/memory.pressure"
         let loop = try EventLoop()
-        let psi = PSISource(loop: loop, settings: fakeSettings(path))
+        let psi = makePSI(loop, fakeSettings(path))
         psi.start()
         defer { psi.stop() }
         #expect(psi.mode == .unavailable(errnoText(ENOENT)))
@@ -202,13 +214,13 @@ struct PSISourceTests {
         defer { dir.remove() }
         let path = try dir.write("memory.pressure", pressureText(some: 0, full: 0))
         let loop = try EventLoop()
-        var held: PSISource? = PSISource(loop: loop, settings: fakeSettings(path))
+        var held: PSISource? = makePSI(loop, fakeSettings(path))
         held!.start()
         try spin(loop, seconds: 0.25)
         try writeTextFile(path, pressureText(some: 300_000, full: 0))
         #expect(try spin(loop, seconds: 1) { held!.level == .warning })
         // Hold timer armed; a missing file's source has its retry timer armed.
-        var retrying: PSISource? = PSISource(loop: loop, settings: fakeSettings(dir.path + "/absent"))
+        var retrying: PSISource? = makePSI(loop, fakeSettings(dir.path + "/absent"))
         retrying!.start()
         held = nil
         retrying = nil
@@ -246,10 +258,9 @@ struct PSISourceTests {
         }
 
         let loop = try EventLoop()
-        let psi = PSISource(loop: loop, settings: PSISource.Settings(path: path, warningStallUSec: 100_000,
-                                                                      criticalStallUSec: 100_000, windowUSec: 1_000_000))
         var changes: [PressureLevel] = []
-        psi.onChange = { [unowned psi] in changes.append(psi.level) }
+        let psi = makePSI(loop, PSISource.Settings(path: path, warningStallUSec: 100_000,
+                                                                      criticalStallUSec: 100_000, windowUSec: 1_000_000)) { changes.append($0) }
         psi.start()
         defer { psi.stop() }
         #expect(psi.mode == .triggers(windowUSec: expected))

@@ -4,7 +4,7 @@ import Testing
 @testable import SceneDaemon
 
 /// The replay is the daemon: a trace run through the replayer and through the daemon's own
-/// Manager and ReclaimRunner, in-process on a virtual clock, takes the same reclaim actions at
+/// EngineHost and ReclaimRunner, in-process on a virtual clock, takes the same reclaim actions at
 /// the same times and leaves the engines in the same state.
 @Suite("Replayer and daemon run one reclaim controller")
 struct ReplayEquivalenceTests {
@@ -27,36 +27,35 @@ struct ReplayEquivalenceTests {
 
     /// The daemon side: the inputs fed the way the daemon's loop feeds them (a command runs at its
     /// time; at each evaluation the engine's due timers fire and the runner evaluates).
-    static func daemon(_ inputs: [(ReplayInput, Timestamp)], _ settings: ReplaySettings) -> (actions: [Action], manager: Manager) {
+    static func daemon(_ inputs: [(ReplayInput, Timestamp)], _ settings: ReplaySettings) -> (actions: [Action], host: EngineHost) {
         let start = inputs.first?.1 ?? Timestamp(microseconds: 0)
         let time = VirtualClock(now: 1_000_000)
         let clock = DaemonClock(virtual: time, startingAt: start)
-        let manager = Manager(engine: LifecycleEngine(configuration: settings.engine), clock: clock, writer: nil)
+        let host = EngineHost(engine: LifecycleEngine(configuration: settings.engine), clock: clock, writer: nil)
         let logger = JournalLogger(level: .emerg, toJournal: false)
         var reclaim = settings.reclaim
         reclaim.budget = .max
-        let runner = ReclaimRunner(manager: manager, logger: logger, policy: ReclaimPolicy(configuration: reclaim, order: settings.order),
+        let runner = ReclaimRunner(host: host, logger: logger, policy: ReclaimPolicy(configuration: reclaim, order: settings.order),
                                    budget: 0, watermarks: settings.reclaim.watermarks, hold: settings.hold, simulated: true)
         var actions: [Action] = []
-        runner.stepObserver = { command, ok in
-            if ok { actions.append(Action(time: manager.clock.now().microseconds, command: command)) }
-        }
         for (input, t) in inputs {
             time.now = 1_000_000 + UInt64(t.microseconds - start.microseconds)
             switch input {
             case .command(let c):
-                _ = try? manager.execute(c)
+                _ = try? host.execute(c)
             case .override(let o):
                 runner.setOverride(o)
             case .evaluate(let budget):
-                manager.tick()
+                host.tick()
                 runner.budget = budget ?? 0
-                runner.evaluate()
+                for (command, ok) in runner.evaluate(awaitingRelease: false, takesNotice: { _ in false }).executed where ok {
+                    actions.append(Action(time: host.clock.now().microseconds, command: command))
+                }
             }
             // As the daemon's pass ends: the batch commits and the policy learns of activations.
-            if case .committed(_, let events, _) = manager.startCommit() { runner.noteActivations(events) }
+            if case .committed(_, let events, _) = host.startCommit() { runner.noteActivations(events) }
         }
-        return (actions, manager)
+        return (actions, host)
     }
 
     @Test("a generated trace of each scenario: identical reclaim actions at identical times, identical sessions",
@@ -72,16 +71,16 @@ struct ReplayEquivalenceTests {
             settings.budget = UInt64(Double(Replayer.workingSet(of: trace)) * share)
             let replayed = Self.replay(trace, settings)
             #expect(!replayed.actions.isEmpty, "\(scenario) at \(share): the trace must make the controller act")
-            let (actions, manager) = Self.daemon(replayed.inputs, settings)
+            let (actions, host) = Self.daemon(replayed.inputs, settings)
             #expect(actions.count == replayed.actions.count,
                     "\(scenario) at \(share): the daemon took \(actions.count) actions, the replayer \(replayed.actions.count)")
             if let i = zip(actions, replayed.actions).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset {
                 Issue.record("\(scenario) at \(share): action \(i) differs: daemon \(actions[i]), replayer \(replayed.actions[i])")
             }
             // The same end state: every session's condition, scene state and footprint.
-            #expect(Set(manager.engine.sessions.keys) == Set(replayed.engine.sessions.keys))
+            #expect(Set(host.engine.sessions.keys) == Set(replayed.engine.sessions.keys))
             for (id, s) in replayed.engine.sessions {
-                guard let d = manager.engine.sessions[id] else { continue }
+                guard let d = host.engine.sessions[id] else { continue }
                 #expect(d.condition == s.condition && d.sceneState == s.sceneState && d.footprint == s.footprint, "\(scenario) \(id)")
             }
         }

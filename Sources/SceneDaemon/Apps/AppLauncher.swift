@@ -35,11 +35,12 @@ final class AppLauncher {
     /// Cgroups of a previous scened found at start, their processes killed, for the journal.
     private(set) var stale: [String] = []
     private(set) var running: [AppID: Running] = [:]
-    /// Set by the owner: a process exited, with its status described.
-    var onExit: ((AppID, String) -> Void)?
+    /// Where a pidfd's readiness is reported (`DaemonInput.appExited`).
+    let inbox: LoopInbox<DaemonInput>
 
-    init(loop: EventLoop, base: String? = AppLauncher.defaultBase(), cgroups: Bool = true) {
+    init(loop: EventLoop, inbox: LoopInbox<DaemonInput>, base: String? = AppLauncher.defaultBase(), cgroups: Bool = true) {
         self.loop = loop
+        self.inbox = inbox
         var problem: String?
         var usable: String?
         if let base { stale = Self.removeStale(base: base) }
@@ -70,7 +71,7 @@ final class AppLauncher {
     }
 
     /// What a scened that is gone left behind (it was killed, or crashed outside a service
-    /// manager, which would have stopped its cgroup): the apps' cgroups of this unit's
+    /// host, which would have stopped its cgroup): the apps' cgroups of this unit's
     /// previous run (`apps/app-*`), or the `scened.PID` directories beside ours whose daemon
     /// no longer runs. Their processes are nobody's now: killed, and the cgroups removed, so
     /// that no process of an app outlives the daemon that ran it.
@@ -152,23 +153,23 @@ final class AppLauncher {
         }
         let held = container ?? .processGroup(ProcessGroup(pgid: process.pid))
         var r = Running(pid: process.pid, pidfd: process.pidfd, container: held, source: nil, startedAt: loop.nowMonotonic)
-        let me = Unmanaged.passUnretained(self)
-        r.source = try? loop.addIO(fd: process.pidfd, events: .readable, priority: -5) { _ in
-            me.takeUnretainedValue().reap(app)
-        }
+        r.source = try? loop.addIO(fd: process.pidfd, events: .readable, priority: -5,
+                                   posting: { _ in .appExited(app) }, to: inbox)
         running[app] = r
         return process.pid
     }
 
-    /// The pidfd became readable: the process exited.
-    private func reap(_ app: AppID) {
-        guard let r = running[app], let status = ProcessSpawner.reap(pidfd: r.pidfd) else { return }
+    /// The pidfd became readable: the process exited. Returns its status described, or nil if
+    /// it has not exited (or was reaped already).
+    @discardableResult
+    func reap(_ app: AppID) -> String? {
+        guard let r = running[app], let status = ProcessSpawner.reap(pidfd: r.pidfd) else { return nil }
         r.source?.cancel()
         close(r.pidfd)
         running[app] = nil
         // What it started may still run: the caller kills it and cleans up (`kill`, `cleanUp`).
         leftovers[app] = r.container
-        onExit?(app, status.description)
+        return status.description
     }
 
     /// Containers whose main process is gone, until cleaned up.

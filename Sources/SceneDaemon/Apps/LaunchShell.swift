@@ -7,7 +7,13 @@ import Varlink
 
 /// The shell around `LaunchTable`: parks the calls that need a started app's process, feeds
 /// the table what happened, and carries out what it returns with `AppLauncher`.
-extension ManagerVarlink {
+extension AppSupervisor {
+    /// A started process's pidfd became readable (`DaemonInput.appExited`): its exit is
+    /// carried out in the pass.
+    func processExited(_ app: AppID) {
+        if let status = launcher?.reap(app) { pendingExits.append((app, status)) }
+    }
+
     /// A call that launches its app, for an app scened starts (`ExecStart=`) whose process
     /// is not attached: it waits (its connection takes no further call) until the process
     /// attaches, then runs as if it had just arrived; or it fails with LaunchFailed.
@@ -16,14 +22,14 @@ extension ManagerVarlink {
         guard apps.count == 1, let app = apps.first, let settings = appSettings[app], settings.launch.starts
         else { return false }
         let attached = attachments.attachment(of: app) != nil
-        let process = manager.engine.apps[app]?.process ?? .notRunning
+        let process = host.engine.apps[app]?.process ?? .notRunning
         // A running app with no process of ours (restored so, or attached by hand before) is
         // left as it is, as an app scened does not start.
         guard !attached, process == .notRunning || launches.process(of: app) != nil,
               launches.mustWait(app, attached: attached) else { return false }
         parked[app, default: []].append((c.conn.number, c.call))
         c.conn.stream = .launching(app)
-        carryOut(launches.launchWanted(app, limit: settings.launch.startLimit, now: manager.clock.now()))
+        carryOut(launches.launchWanted(app, limit: settings.launch.startLimit, now: host.clock.now()))
         return true
     }
 
@@ -31,7 +37,7 @@ extension ManagerVarlink {
     /// waiting calls settled, emptied cgroups removed.
     func superviseLaunches() {
         guard !launches.isEmpty || !launchOutcomes.isEmpty || launcher?.pendingCleanUps.isEmpty == false else { return }
-        let now = manager.clock.now()
+        let now = host.clock.now()
         if !pendingExits.isEmpty {
             let exits = pendingExits
             pendingExits = []
@@ -41,7 +47,7 @@ extension ManagerVarlink {
                            [("SCENED_EXIT_STATUS", status)])
                 }
                 shares.forget(app)
-                let running = (manager.engine.apps[app]?.process ?? .notRunning) != .notRunning
+                let running = (host.engine.apps[app]?.process ?? .notRunning) != .notRunning
                 carryOut(launches.exited(app, status: status, stillRunning: running, now: now))
             }
         }
@@ -60,7 +66,7 @@ extension ManagerVarlink {
 
     /// The committed events of started apps, before they are published.
     func observeLaunches(_ events: [LifecycleEvent]) {
-        let now = manager.clock.now()
+        let now = host.clock.now()
         for e in events where launches.process(of: e.app) != nil {
             carryOut(launches.observe(e, now: now))
         }
@@ -78,13 +84,13 @@ extension ManagerVarlink {
         carryOut(launches.attached(app))
         // Read before the waiting calls connect its scenes: what it holds now is its base.
         if completes, appSettings[app]?.launch.memory == .measured, let launcher {
-            measure(app, launcher, manager.clock.now())
+            measure(app, launcher, host.clock.now())
         }
     }
 
     /// The app answered willTerminate or detached: a stop need not wait for its deadline.
     func launchFinished(_ app: AppID) {
-        carryOut(launches.finished(app, now: manager.clock.now()))
+        carryOut(launches.finished(app, now: host.clock.now()))
     }
 
     func carryOut(_ actions: [LaunchTable.Action]) {
@@ -106,15 +112,13 @@ extension ManagerVarlink {
                 launcher?.kill(app)
             case .resumeWaiters(let app):
                 launchOutcomes.append((app, nil, parked[app]?.count ?? 0))
-                server.requestPass?()
             case .failWaiters(let app, let message):
                 launchOutcomes.append((app, message, parked[app]?.count ?? 0))
                 appLog(.err, app, "Launching \(app) failed: \(message).", id: MessageID.appProcess,
                        [("SCENED_LAUNCH_ERROR", message)])
-                server.requestPass?()
             case .died(let app, let status):
-                if let record = manager.engine.apps[app], record.process != .notRunning {
-                    _ = try? manager.execute(.processDied(app, reason: .exited))
+                if let record = host.engine.apps[app], record.process != .notRunning {
+                    _ = try? host.execute(.processDied(app, reason: .exited))
                 }
                 appLog(.notice, app, "\(app) terminated as exited: \(status).", id: MessageID.appProcess,
                        [("SCENED_EXIT_STATUS", status)])
@@ -135,30 +139,24 @@ extension ManagerVarlink {
             Diagnostics.warning("killed what a previous scened left running in \(launcher.stale.joined(separator: ", "))")
         }
         for (app, settings) in appSettings where settings.launch.starts {
-            guard let record = manager.engine.apps[app], record.process != .notRunning,
+            guard let record = host.engine.apps[app], record.process != .notRunning,
                   attachments.attachment(of: app) == nil else { continue }
-            _ = try? manager.execute(.processDied(app, reason: .exited))
+            _ = try? host.execute(.processDied(app, reason: .exited))
             appLog(.notice, app, "\(app) was running when scened last stopped, and its process with it: terminated as exited.",
                    id: MessageID.appProcess)
         }
     }
 
     private func makeLauncher() {
-        guard launcher == nil, let loop = daemon?.loop else { return }
-        let made = AppLauncher(loop: loop, cgroups: appCgroups)
-        let me = Unmanaged.passUnretained(self)
-        made.onExit = { app, status in
-            let service = me.takeUnretainedValue()
-            service.pendingExits.append((app, status))
-            service.server.requestPass?()
-        }
+        guard launcher == nil else { return }
+        let made = AppLauncher(loop: loop, inbox: inbox, cgroups: appCgroups)
         if let problem = made.cgroupProblem { Diagnostics.warning(problem) }
         launcher = made
     }
 
     private func spawn(_ app: AppID) {
         guard let settings = appSettings[app] else {
-            carryOut(launches.spawnFailed(app, "\(app) has no ExecStart= any more", now: manager.clock.now()))
+            carryOut(launches.spawnFailed(app, "\(app) has no ExecStart= any more", now: host.clock.now()))
             return
         }
         makeLauncher()
@@ -172,7 +170,7 @@ extension ManagerVarlink {
             spec.uid = uid
             spec.gid = settings.gid ?? user?.gid ?? uid
         } else if let uid = settings.uid, uid != me {
-            carryOut(launches.spawnFailed(app, "User=\(settings.user ?? String(uid)): only root can start an app as another user", now: manager.clock.now()))
+            carryOut(launches.spawnFailed(app, "User=\(settings.user ?? String(uid)): only root can start an app as another user", now: host.clock.now()))
             return
         }
         spec.workingDirectory = launch.workingDirectory ?? user?.home
@@ -187,10 +185,10 @@ extension ManagerVarlink {
             let pid = try launcher.spawn(app, spec)
             launches.spawned(app, pid: pid, timeouts: LaunchTable.Timeouts(
                 attach: launch.attachTimeout, stop: launch.stopTimeout, willTerminate: attachments.deadlines.willTerminate),
-                             now: manager.clock.now())
+                             now: host.clock.now())
             appLog(.info, app, "Started \(app): pid \(pid), \(launch.command.joined(separator: " ")).", id: MessageID.appProcess)
         } catch {
-            carryOut(launches.spawnFailed(app, error.message, now: manager.clock.now()))
+            carryOut(launches.spawnFailed(app, error.message, now: host.clock.now()))
         }
     }
 
@@ -208,7 +206,7 @@ extension ManagerVarlink {
                 if !call.oneway {
                     var p = JSONObject([("app", .string(app.rawValue))])
                     p["message"] = .string("\(app) could not be launched: \(failure)")
-                    _ = conn.holdError(batch: manager.gathering, VarlinkError(name: ManagerInterface.name + ".LaunchFailed", parameters: p))
+                    _ = conn.holdError(batch: host.gathering, VarlinkError(name: ManagerInterface.name + ".LaunchFailed", parameters: p))
                 }
                 server.streamEnded(conn)
             } else {
@@ -223,8 +221,8 @@ extension ManagerVarlink {
     func endStartedApps() {
         guard let launcher else { return }
         for (app, _) in launches.processes {
-            if let record = manager.engine.apps[app], record.process != .notRunning {
-                _ = try? manager.execute(.processDied(app, reason: .exited))
+            if let record = host.engine.apps[app], record.process != .notRunning {
+                _ = try? host.execute(.processDied(app, reason: .exited))
             }
             launcher.terminate(app)
         }

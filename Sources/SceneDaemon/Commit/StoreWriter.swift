@@ -2,6 +2,7 @@ import Glibc
 import Locking
 import SceneCore
 import SceneStore
+import SystemdKit
 
 /// Commits batches on a thread of its own, so that the event loop keeps parsing, applying and
 /// answering calls (for the next batch) while SQLite writes and fsyncs the previous one. One
@@ -57,15 +58,9 @@ final class StoreWriter: @unchecked Sendable {
     var completionFD: Int32 { done.read }
 
     func start() throws {
-        let context = Unmanaged.passRetained(self).toOpaque()
-        let r = pthread_create(&thread, nil, { context in
-            let writer = Unmanaged<StoreWriter>.fromOpaque(context!).takeRetainedValue()
-            writer.run()
-            return nil
-        }, context)
-        guard r == 0 else {
-            Unmanaged<StoreWriter>.fromOpaque(context).release()
-            throw StoreWriterError.thread(r)
+        switch OSThread.start({ self.run() }) {
+        case .success(let started): thread = started
+        case .failure(let error): throw StoreWriterError.thread(error.code)
         }
         running = true
     }

@@ -3,42 +3,42 @@ import Varlink
 
 /// Attach, Acknowledge and Detach: an app's process taking its place, answering its bounded
 /// callbacks, and leaving.
-extension ManagerVarlink {
+extension MethodDispatcher {
     func attach(_ c: MethodCall) throws(VarlinkError) {
         guard c.call.more else { throw .expectedMore() }
         let app = try c.p.app()
         // A death noticed earlier in this pass is carried out first: it belongs to the
         // previous process, not to this one.
-        superviseApps()
-        if let existing = attachments.attachment(of: app) {
+        apps.superviseApps()
+        if let existing = apps.attachments.attachment(of: app) {
             throw Self.appError("AlreadyAttached", app, [("pid", .int(Int64(existing.pid)))],
                                 "\(app) already has a process attached (pid \(existing.pid))")
         }
-        let committed = manager.committedNextSequence
+        let committed = host.committedNextSequence
         var stream = MonitorStream(app: app, session: nil, backlogNext: nil, liveFrom: committed, attached: true)
         let resuming = c.p.has("since")
         if resuming {
             guard let since = try c.p.count("since") else { throw .invalidParameter("since") }
             if since < committed {
-                if let unavailable = manager.checkAvailable(from: since) { throw Self.error(unavailable) }
+                if let unavailable = host.checkAvailable(from: since) { throw Self.error(unavailable) }
                 stream.backlogNext = since
             } else {
                 stream.liveFrom = since
             }
-        } else if let record = manager.engine.apps[app], record.process != .notRunning {
+        } else if let record = host.engine.apps[app], record.process != .notRunning {
             // A new process: the one the app had without an attached process is over, with
             // no callbacks, as a crash would end it; this one starts with didFinishLaunching.
             _ = try run(.processDied(app, reason: .exited))
         }
-        if !resuming { stream.liveFrom = max(stream.liveFrom, manager.engine.nextSequence) }
-        if manager.engine.apps[app]?.process ?? .notRunning == .notRunning {
+        if !resuming { stream.liveFrom = max(stream.liveFrom, host.engine.nextSequence) }
+        if host.engine.apps[app]?.process ?? .notRunning == .notRunning {
             _ = try run(.launch(app))
         }
-        _ = attachments.attach(app, connection: c.conn.number, pid: c.caller.pid)
-        if !launches.isEmpty { launchAttached(app) }
+        _ = apps.attachments.attach(app, connection: c.conn.number, pid: c.caller.pid)
+        if !apps.launches.isEmpty { apps.launchAttached(app) }
         let first = stream.backlogNext ?? stream.liveFrom
-        let d = attachments.deadlines
-        let grace = manager.engine.configuration.expirationGrace
+        let d = apps.attachments.deadlines
+        let grace = host.engine.configuration.expirationGrace
         reply(c, continues: true) { w in
             w.key(static: "attached")
             w.beginObject()
@@ -54,7 +54,7 @@ extension ManagerVarlink {
             w.endObject()
         }
         c.conn.stream = .monitor(stream)
-        appLog(.info, app, "\(app) attached: pid \(c.caller.pid), uid \(c.caller.uid)\(resuming ? ", resuming from event \(first)" : "").")
+        apps.appLog(.info, app, "\(app) attached: pid \(c.caller.pid), uid \(c.caller.uid)\(resuming ? ", resuming from event \(first)" : "").")
     }
 
     func acknowledge(_ c: MethodCall) throws(VarlinkError) {
@@ -64,14 +64,14 @@ extension ManagerVarlink {
         _ = try attachedProcess(c, app)
         guard let seq = try c.p.count("seq") else { throw .invalidParameter("seq") }
         let restoration = try checkedRestoration(try c.p.restoration("restoration"))
-        switch attachments.acknowledge(app, seq: seq, now: manager.clock.now()) {
+        switch apps.attachments.acknowledge(app, seq: seq, now: host.clock.now()) {
         case .accepted(let awaited):
             if awaited.name == .didEnterBackground, c.p.has("restoration"), let id = awaited.session,
-               manager.engine.sessions[id] != nil {
+               host.engine.sessions[id] != nil {
                 // What UIKit asks stateRestorationActivity(for:) for as the scene backgrounds.
                 _ = try run(.saveState(id, restoration))
             }
-            if awaited.name == .willTerminate, !launches.isEmpty { launchFinished(app) }
+            if awaited.name == .willTerminate, !apps.launches.isEmpty { apps.launchFinished(app) }
             reply(c) { _ in }
         case .late:
             throw Self.appError("DeadlinePassed", app, [("seq", .int(Int64(seq)))],
@@ -89,41 +89,35 @@ extension ManagerVarlink {
         guard let id = try c.p.count("notice") else { throw .invalidParameter("notice") }
         let deferring = c.p.bool("defer") == true
         let restoration = try checkedRestoration(try c.p.restoration("restoration"))
-        guard let runner = daemon?.reclaim, let notice = runner.controller.grace.pending[id], notice.app == app else {
+        guard let notice = reclaim.controller.grace.pending[id], notice.app == app else {
             throw Self.appError("NotAwaiting", app, [("seq", .int(Int64(id)))], "\(app) has no reclaim notice \(id) to answer")
         }
-        if c.p.has("restoration"), manager.engine.sessions[notice.session] != nil {
+        if c.p.has("restoration"), host.engine.sessions[notice.session] != nil {
             // Saved first: the disconnect that follows archives the session with it.
             _ = try run(.saveState(notice.session, restoration))
         }
-        let resolution = runner.answer(id, deferring ? .deferral : .ack, app: app)
+        let (resolution, outcome) = reclaim.answer(id, deferring ? .deferral : .ack, app: app)
+        request(.reclaim(outcome))
         var disconnected = false
-        if case .disconnect = resolution { disconnected = manager.engine.sessions[notice.session]?.condition == .archived }
+        if case .disconnect = resolution { disconnected = host.engine.sessions[notice.session]?.condition == .archived }
         reply(c) { w in w.field("disconnected", disconnected) }
-        server.requestPass?()
     }
 
     func detach(_ c: MethodCall) throws(VarlinkError) {
         let app = try c.p.app()
         let attachment = try attachedProcess(c, app)
-        if let record = manager.engine.apps[app], record.process != .notRunning {
+        if let record = host.engine.apps[app], record.process != .notRunning {
             // Quitting: the process ends by itself, so nothing is delivered to it.
             _ = try run(.processDied(app, reason: .exited))
         }
-        attachments.detach(app)
-        if !launches.isEmpty { launchFinished(app) }
+        apps.attachments.detach(app)
+        if !apps.launches.isEmpty { apps.launchFinished(app) }
         reply(c) { _ in }
         if let conn = server.connections[attachment.connection], case .monitor(let m)? = conn.stream, m.attached {
             // The Attach call ends once everything before the Detach is out.
-            conn.hold(batch: manager.gathering) { w in
-                w.beginObject()
-                w.key("parameters")
-                w.beginObject()
-                w.endObject()
-                w.endObject()
-            }
+            conn.hold(batch: host.gathering) { w in w.reply { _ in } }
             server.streamEnded(conn)
         }
-        appLog(.info, app, "\(app) detached: pid \(attachment.pid).")
+        apps.appLog(.info, app, "\(app) detached: pid \(attachment.pid).")
     }
 }

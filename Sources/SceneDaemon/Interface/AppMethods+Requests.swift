@@ -2,14 +2,14 @@ import SceneCore
 import Varlink
 
 /// What UIKit lets an app ask for, on its own sessions and tasks only.
-extension ManagerVarlink {
+extension MethodDispatcher {
     /// For an app scened starts itself, only its attached process may ask, and only while the
     /// app runs: a process whose app was terminated is on its way out (SIGTERM follows) and
     /// must not bring the app back under the process scened is ending.
     func checkStartedAppCaller(_ c: MethodCall, _ app: AppID) throws(VarlinkError) {
-        guard appSettings[app]?.launch.starts == true else { return }
+        guard apps.appSettings[app]?.launch.starts == true else { return }
         _ = try attachedProcess(c, app)
-        if (manager.engine.apps[app]?.process ?? .notRunning) == .notRunning {
+        if (host.engine.apps[app]?.process ?? .notRunning) == .notRunning {
             throw Self.appError("Terminated", app, [("reason", .string("terminated"))],
                                 "\(app) was terminated; its process must exit (a new one is started at the next launch)")
         }
@@ -59,7 +59,7 @@ extension ManagerVarlink {
         let app = try c.p.app()
         try checkStartedAppCaller(c, app)
         let token = try c.p.task("task")
-        guard let task = manager.engine.tasks[token] else { throw Self.error(for: .noSuchTask(token)) }
+        guard let task = host.engine.tasks[token] else { throw Self.error(for: .noSuchTask(token)) }
         guard task.app == app else {
             throw Self.appError("NotOwnSession", app, [("session", .string(task.session?.description ?? ""))],
                                 "task \(token) is not \(app)'s")

@@ -3,7 +3,7 @@ import SceneInterface
 import Varlink
 
 /// The method table of io.scened.App. Every method names its app; the caller must be that app's
-/// owner or an administrator (the same rule as the Manager's life-cycle methods), and a
+/// owner or an administrator (the same rule as io.scened.Manager's life-cycle methods), and a
 /// session, task or answer it names must be the app's own.
 enum AppMethods {
     static let table: [String: ManagerMethod] = {
@@ -13,24 +13,24 @@ enum AppMethods {
     }()
 
     static let all: [ManagerMethod] = [
-        ManagerMethod(name: "Attach", access: .app(ManagerMethods.appParameter), handler: ManagerVarlink.attach),
-        ManagerMethod(name: "Acknowledge", access: .app(ManagerMethods.appParameter), handler: ManagerVarlink.acknowledge),
-        ManagerMethod(name: "AnswerNotice", access: .app(ManagerMethods.appParameter), handler: ManagerVarlink.answerNotice),
-        ManagerMethod(name: "Detach", access: .app(ManagerMethods.appParameter), handler: ManagerVarlink.detach),
+        ManagerMethod(name: "Attach", access: .app(ManagerMethods.appParameter), handler: MethodDispatcher.attach),
+        ManagerMethod(name: "Acknowledge", access: .app(ManagerMethods.appParameter), handler: MethodDispatcher.acknowledge),
+        ManagerMethod(name: "AnswerNotice", access: .app(ManagerMethods.appParameter), handler: MethodDispatcher.answerNotice),
+        ManagerMethod(name: "Detach", access: .app(ManagerMethods.appParameter), handler: MethodDispatcher.detach),
         ManagerMethod(name: "RequestSceneSessionActivation", access: .app(ManagerMethods.appParameter),
-                      handler: ManagerVarlink.requestActivation),
+                      handler: MethodDispatcher.requestActivation),
         ManagerMethod(name: "RequestSceneSessionDestruction", access: .app(ManagerMethods.appParameter),
-                      handler: ManagerVarlink.requestDestruction),
-        ManagerMethod(name: "BeginBackgroundTask", access: .app(ManagerMethods.appParameter), handler: ManagerVarlink.appBeginTask),
-        ManagerMethod(name: "EndBackgroundTask", access: .app(ManagerMethods.appParameter), handler: ManagerVarlink.appEndTask),
-        ManagerMethod(name: "SaveState", access: .app(ManagerMethods.appParameter), handler: ManagerVarlink.appSaveState),
-        ManagerMethod(name: "SaveUserInfo", access: .app(ManagerMethods.appParameter), handler: ManagerVarlink.appSaveUserInfo),
-        ManagerMethod(name: "SetFootprint", access: .app(ManagerMethods.appParameter), handler: ManagerVarlink.appSetFootprint),
+                      handler: MethodDispatcher.requestDestruction),
+        ManagerMethod(name: "BeginBackgroundTask", access: .app(ManagerMethods.appParameter), handler: MethodDispatcher.appBeginTask),
+        ManagerMethod(name: "EndBackgroundTask", access: .app(ManagerMethods.appParameter), handler: MethodDispatcher.appEndTask),
+        ManagerMethod(name: "SaveState", access: .app(ManagerMethods.appParameter), handler: MethodDispatcher.appSaveState),
+        ManagerMethod(name: "SaveUserInfo", access: .app(ManagerMethods.appParameter), handler: MethodDispatcher.appSaveUserInfo),
+        ManagerMethod(name: "SetFootprint", access: .app(ManagerMethods.appParameter), handler: MethodDispatcher.appSetFootprint),
     ]
 }
 
 /// The errors of io.scened.App.
-extension ManagerVarlink {
+extension MethodDispatcher {
     static func appError(_ name: String, _ app: AppID, _ message: String) -> VarlinkError {
         appError(name, app, [], message)
     }
@@ -44,7 +44,7 @@ extension ManagerVarlink {
     /// The session, if it is the app's own; NoSuchSession/SessionDiscarded or NotOwnSession.
     func ownSession(_ c: MethodCall, _ app: AppID, _ name: String = "session") throws(VarlinkError) -> SessionID? {
         guard let id = try c.p.optionalSession(name) else { return nil }
-        guard let s = manager.engine.sessions[id] else { throw Self.error(for: lookupFailure(id)) }
+        guard let s = host.engine.sessions[id] else { throw Self.error(for: lookupFailure(id)) }
         guard s.app == app else {
             throw Self.appError("NotOwnSession", app, [("session", .string(id.description))], "session \(id) is not \(app)'s")
         }
@@ -53,7 +53,7 @@ extension ManagerVarlink {
 
     /// Acknowledge and Detach come from the attached process itself (or an administrator).
     func attachedProcess(_ c: MethodCall, _ app: AppID) throws(VarlinkError) -> AttachmentTable.Attachment {
-        guard let a = attachments.attachment(of: app) else {
+        guard let a = apps.attachments.attachment(of: app) else {
             throw Self.appError("NotAttached", app, "no process is attached as \(app)")
         }
         guard a.pid == c.caller.pid || policy.isAdministrator(c.caller) else {

@@ -2,7 +2,7 @@ import SceneCore
 import Varlink
 
 /// The handlers of the app and background-task methods.
-extension ManagerVarlink {
+extension MethodDispatcher {
     func launch(_ c: MethodCall) throws(VarlinkError) {
         try runReplyingEvents(.launch(try c.p.app()), c)
     }
@@ -24,9 +24,9 @@ extension ManagerVarlink {
         let (result, events) = try run(.beginTask(request))
         guard case .task(let token) = result else { return }
         reply(c) { w in
-            let engine = self.manager.engine
+            let engine = self.host.engine
             if let t = engine.tasks[token] { w.key("task"); w.task(t, engine: engine) }
-            w.events(self.manager.pending.events[events])
+            w.events(self.host.pending.events[events])
         }
     }
 

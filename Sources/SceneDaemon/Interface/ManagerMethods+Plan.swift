@@ -2,14 +2,12 @@ import SceneCore
 import Varlink
 
 /// GetReclaimPlan: "why this victim?" — the controller's ranking and next plan, without acting.
-extension ManagerVarlink {
+extension MethodDispatcher {
     func getReclaimPlan(_ c: MethodCall) throws(VarlinkError) {
-        guard let daemon else { throw .methodNotImplemented(c.call.method) }
-        let level = try c.p.enumValue("level", PressureLevel.init(name:)) ?? daemon.reclaim.level
+        let level = try c.p.enumValue("level", PressureLevel.init(name:)) ?? reclaim.level
         let limit = Int(min(try c.p.count("limit") ?? 20, 10_000))
-        let reclaim = daemon.reclaim
-        let preview = reclaim.policy.preview(engine: manager.engine, level: level, usage: manager.engine.residentBytes,
-                                             now: manager.clock.now(), limit: limit)
+        let preview = reclaim.policy.preview(engine: host.engine, level: level, usage: host.engine.residentBytes,
+                                             now: host.clock.now(), limit: limit)
         reply(c) { w in
             w.key("plan")
             w.beginObject()
@@ -81,11 +79,9 @@ extension JSONWriter {
 }
 
 /// GetPressureHistory: a real episode to chart (`scenectl pressure chart`).
-extension ManagerVarlink {
+extension MethodDispatcher {
     func getPressureHistory(_ c: MethodCall) throws(VarlinkError) {
-        guard let daemon else { throw .methodNotImplemented(c.call.method) }
         let since = try c.p.count("since") ?? 0
-        let reclaim = daemon.reclaim
         let history = reclaim.history
         let (samples, actions) = history.since(since)
         reply(c) { w in

@@ -3,14 +3,14 @@ import Varlink
 
 /// The handlers of the read-only methods, open to anyone: private data (userInfo, restoration
 /// data) only for the app's owner and administrators.
-extension ManagerVarlink {
+extension MethodDispatcher {
     func getSession(_ c: MethodCall) throws(VarlinkError) {
         let id = try c.p.session()
-        guard let s = manager.engine.sessions[id] else { throw commandError(lookupFailure(id)) }
+        guard let s = host.engine.sessions[id] else { throw commandError(lookupFailure(id)) }
         let visible = policy.maySeePrivateData(c.caller, app: s.app)
         let payloads = visible ? try sessionPayloads(id) : nil
         reply(c) { w in
-            if let s = self.manager.engine.sessions[id] {
+            if let s = self.host.engine.sessions[id] {
                 w.key("session")
                 w.session(s, payloads: payloads, marksWithheld: !visible)
             }
@@ -18,12 +18,12 @@ extension ManagerVarlink {
     }
 
     func listApps(_ c: MethodCall) throws(VarlinkError) {
-        let engine = manager.engine
+        let engine = host.engine
         reply(c) { w in
             w.key("apps")
             w.beginArray()
             for id in engine.apps.keys.sorted() {
-                w.app(engine.apps[id]!, engine: engine, attachedPid: self.attachments.attachment(of: id)?.pid, started: self.startedProcess(id))
+                w.app(engine.apps[id]!, engine: engine, attachedPid: self.apps.attachments.attachment(of: id)?.pid, started: self.apps.startedProcess(id))
             }
             w.endArray()
         }
@@ -31,7 +31,7 @@ extension ManagerVarlink {
 
     func getApp(_ c: MethodCall) throws(VarlinkError) {
         let app = try c.p.app()
-        guard manager.engine.apps[app] != nil else { throw Self.error(for: .noSuchApp(app)) }
+        guard host.engine.apps[app] != nil else { throw Self.error(for: .noSuchApp(app)) }
         replyApp(app, c)
     }
 
@@ -47,7 +47,7 @@ extension ManagerVarlink {
         let app = try c.p.optionalApp("app")
         let condition = try c.p.enumValue("condition", SessionCondition.init(name:))
         let state = try c.p.enumValue("state", SceneActivationState.init(name:))
-        let engine = manager.engine
+        let engine = host.engine
         var ids: [SessionID]
         if let app {
             ids = Array(engine.apps[app]?.sessions ?? [])
@@ -81,16 +81,16 @@ extension ManagerVarlink {
         guard c.call.more else { throw .expectedMore() }
         let app = try c.p.optionalApp("app")
         let session = try c.p.optionalSession("session")
-        if let session, session.rawValue >= manager.engine.nextSessionNumber {
+        if let session, session.rawValue >= host.engine.nextSessionNumber {
             // Never allocated, so a typo: ids are not handed out in advance to wait for.
             throw Self.error(for: .noSuchSession(session))
         }
-        let next = manager.committedNextSequence
+        let next = host.committedNextSequence
         var stream = MonitorStream(app: app, session: session, backlogNext: nil, liveFrom: next)
         if c.p.has("since") {
             guard let since = try c.p.count("since") else { throw .invalidParameter("since") }
             if since < next {
-                if let unavailable = manager.checkAvailable(from: since) { throw Self.error(unavailable) }
+                if let unavailable = host.checkAvailable(from: since) { throw Self.error(unavailable) }
                 stream.backlogNext = since
             } else {
                 stream.liveFrom = since

@@ -2,7 +2,7 @@ import SceneCore
 import Varlink
 
 /// The handlers of the scene and session methods.
-extension ManagerVarlink {
+extension MethodDispatcher {
     func connect(_ c: MethodCall) throws(VarlinkError) {
         let p = c.p
         var request = ConnectRequest(app: try p.app())

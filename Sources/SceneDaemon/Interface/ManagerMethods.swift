@@ -9,9 +9,9 @@ enum MethodAccess: Sendable {
     /// Whoever may act as every app the call concerns (their owners, administrators). The
     /// function names those apps; nil means the call concerns every app (administrators only);
     /// an empty list means it concerns nothing that exists, and the handler will say so.
-    /// It is given the Manager, not its engine: an engine passed by value is copied (a retain
+    /// It is given the EngineHost, not its engine: an engine passed by value is copied (a retain
     /// and a release of each of its tables) on every call.
-    case app(@Sendable (MethodCall, Manager) throws(VarlinkError) -> [AppID]?)
+    case app(@Sendable (MethodCall, EngineHost) throws(VarlinkError) -> [AppID]?)
     case administrator
 }
 
@@ -23,7 +23,7 @@ struct ManagerMethod: Sendable {
     /// The call launches its app if it is not running: for an app scened starts itself, it
     /// waits for the app's process to attach.
     var launches = false
-    let handler: @Sendable (ManagerVarlink) -> (MethodCall) throws(VarlinkError) -> Void
+    let handler: @Sendable (MethodDispatcher) -> (MethodCall) throws(VarlinkError) -> Void
 }
 
 /// The method table: each method of io.scened.Manager, who may call it, and its handler.
@@ -36,70 +36,70 @@ enum ManagerMethods {
 
     static let all: [ManagerMethod] = [
         // The life cycle: for the app's owner and administrators.
-        ManagerMethod(name: "Launch", access: .app(appParameter), launches: true, handler: ManagerVarlink.launch),
-        ManagerMethod(name: "Terminate", access: .app(appParameter), handler: ManagerVarlink.terminate),
-        ManagerMethod(name: "Connect", access: .app(connectApp), adminOnlyCase: "of a protected session", launches: true, handler: ManagerVarlink.connect),
-        ManagerMethod(name: "Activate", access: .app(sessionApp), launches: true, handler: ManagerVarlink.activate),
-        ManagerMethod(name: "Deactivate", access: .app(sessionApp), handler: ManagerVarlink.deactivate),
-        ManagerMethod(name: "Background", access: .app(sessionApp), handler: ManagerVarlink.background),
-        ManagerMethod(name: "Disconnect", access: .app(sessionApp), handler: ManagerVarlink.disconnect),
-        ManagerMethod(name: "Discard", access: .app(sessionApp), handler: ManagerVarlink.discard),
-        ManagerMethod(name: "SaveState", access: .app(sessionApp), handler: ManagerVarlink.saveState),
-        ManagerMethod(name: "SaveUserInfo", access: .app(sessionApp), handler: ManagerVarlink.saveUserInfo),
-        ManagerMethod(name: "SetFootprint", access: .app(sessionApp), handler: ManagerVarlink.setFootprint),
-        ManagerMethod(name: "SetAppFootprint", access: .app(appParameter), handler: ManagerVarlink.setAppFootprint),
-        ManagerMethod(name: "BeginBackgroundTask", access: .app(taskApp), handler: ManagerVarlink.beginBackgroundTask),
-        ManagerMethod(name: "EndBackgroundTask", access: .app(tokenApp), handler: ManagerVarlink.endBackgroundTask),
-        ManagerMethod(name: "MemoryWarning", access: .app(warnedApps), adminOnlyCase: "to every app", handler: ManagerVarlink.memoryWarning),
+        ManagerMethod(name: "Launch", access: .app(appParameter), launches: true, handler: MethodDispatcher.launch),
+        ManagerMethod(name: "Terminate", access: .app(appParameter), handler: MethodDispatcher.terminate),
+        ManagerMethod(name: "Connect", access: .app(connectApp), adminOnlyCase: "of a protected session", launches: true, handler: MethodDispatcher.connect),
+        ManagerMethod(name: "Activate", access: .app(sessionApp), launches: true, handler: MethodDispatcher.activate),
+        ManagerMethod(name: "Deactivate", access: .app(sessionApp), handler: MethodDispatcher.deactivate),
+        ManagerMethod(name: "Background", access: .app(sessionApp), handler: MethodDispatcher.background),
+        ManagerMethod(name: "Disconnect", access: .app(sessionApp), handler: MethodDispatcher.disconnect),
+        ManagerMethod(name: "Discard", access: .app(sessionApp), handler: MethodDispatcher.discard),
+        ManagerMethod(name: "SaveState", access: .app(sessionApp), handler: MethodDispatcher.saveState),
+        ManagerMethod(name: "SaveUserInfo", access: .app(sessionApp), handler: MethodDispatcher.saveUserInfo),
+        ManagerMethod(name: "SetFootprint", access: .app(sessionApp), handler: MethodDispatcher.setFootprint),
+        ManagerMethod(name: "SetAppFootprint", access: .app(appParameter), handler: MethodDispatcher.setAppFootprint),
+        ManagerMethod(name: "BeginBackgroundTask", access: .app(taskApp), handler: MethodDispatcher.beginBackgroundTask),
+        ManagerMethod(name: "EndBackgroundTask", access: .app(tokenApp), handler: MethodDispatcher.endBackgroundTask),
+        ManagerMethod(name: "MemoryWarning", access: .app(warnedApps), adminOnlyCase: "to every app", handler: MethodDispatcher.memoryWarning),
         // Protection is reclaim policy, not the app's to claim for itself.
-        ManagerMethod(name: "SetProtected", access: .administrator, handler: ManagerVarlink.setProtected),
+        ManagerMethod(name: "SetProtected", access: .administrator, handler: MethodDispatcher.setProtected),
         // Reads: anyone (private data only to the owner and administrators).
-        ManagerMethod(name: "ListSessions", access: .anyone, handler: ManagerVarlink.listSessions),
-        ManagerMethod(name: "GetSession", access: .anyone, handler: ManagerVarlink.getSession),
-        ManagerMethod(name: "ListApps", access: .anyone, handler: ManagerVarlink.listApps),
-        ManagerMethod(name: "GetApp", access: .anyone, handler: ManagerVarlink.getApp),
-        ManagerMethod(name: "GetStatus", access: .anyone, handler: ManagerVarlink.getStatus),
-        ManagerMethod(name: "GetPressure", access: .anyone, handler: ManagerVarlink.getPressure),
-        ManagerMethod(name: "GetReclaimPlan", access: .anyone, handler: ManagerVarlink.getReclaimPlan),
-        ManagerMethod(name: "GetPressureHistory", access: .anyone, handler: ManagerVarlink.getPressureHistory),
-        ManagerMethod(name: "Monitor", access: .anyone, handler: ManagerVarlink.monitor),
+        ManagerMethod(name: "ListSessions", access: .anyone, handler: MethodDispatcher.listSessions),
+        ManagerMethod(name: "GetSession", access: .anyone, handler: MethodDispatcher.getSession),
+        ManagerMethod(name: "ListApps", access: .anyone, handler: MethodDispatcher.listApps),
+        ManagerMethod(name: "GetApp", access: .anyone, handler: MethodDispatcher.getApp),
+        ManagerMethod(name: "GetStatus", access: .anyone, handler: MethodDispatcher.getStatus),
+        ManagerMethod(name: "GetPressure", access: .anyone, handler: MethodDispatcher.getPressure),
+        ManagerMethod(name: "GetReclaimPlan", access: .anyone, handler: MethodDispatcher.getReclaimPlan),
+        ManagerMethod(name: "GetPressureHistory", access: .anyone, handler: MethodDispatcher.getPressureHistory),
+        ManagerMethod(name: "Monitor", access: .anyone, handler: MethodDispatcher.monitor),
         // Monitor's history as a trace: nothing in it that Monitor and ListSessions withhold.
-        ManagerMethod(name: "ExportTrace", access: .anyone, handler: ManagerVarlink.exportTrace),
+        ManagerMethod(name: "ExportTrace", access: .anyone, handler: MethodDispatcher.exportTrace),
         // The daemon as a whole: administrators.
-        ManagerMethod(name: "SetPressure", access: .administrator, handler: ManagerVarlink.setPressure),
-        ManagerMethod(name: "ClearPressure", access: .administrator, handler: ManagerVarlink.clearPressure),
-        ManagerMethod(name: "Reload", access: .administrator, handler: ManagerVarlink.reload),
+        ManagerMethod(name: "SetPressure", access: .administrator, handler: MethodDispatcher.setPressure),
+        ManagerMethod(name: "ClearPressure", access: .administrator, handler: MethodDispatcher.clearPressure),
+        ManagerMethod(name: "Reload", access: .administrator, handler: MethodDispatcher.reload),
     ]
 
     // MARK: - The app a call concerns
 
-    @Sendable static func appParameter(_ c: MethodCall, _: Manager) throws(VarlinkError) -> [AppID]? {
+    @Sendable static func appParameter(_ c: MethodCall, _: EngineHost) throws(VarlinkError) -> [AppID]? {
         [try c.p.app()]
     }
 
     /// A session's app; a session that does not exist concerns nothing (NoSuchSession follows).
-    @Sendable static func sessionApp(_ c: MethodCall, _ manager: Manager) throws(VarlinkError) -> [AppID]? {
-        manager.engine.sessions[try c.p.session()].map { [$0.app] } ?? []
+    @Sendable static func sessionApp(_ c: MethodCall, _ host: EngineHost) throws(VarlinkError) -> [AppID]? {
+        host.engine.sessions[try c.p.session()].map { [$0.app] } ?? []
     }
 
     /// Connect: the app's; a protected session is the administrators' to create.
-    @Sendable static func connectApp(_ c: MethodCall, _: Manager) throws(VarlinkError) -> [AppID]? {
+    @Sendable static func connectApp(_ c: MethodCall, _: EngineHost) throws(VarlinkError) -> [AppID]? {
         c.p.bool("protected") == true ? nil : [try c.p.app()]
     }
 
-    @Sendable static func taskApp(_ c: MethodCall, _ manager: Manager) throws(VarlinkError) -> [AppID]? {
+    @Sendable static func taskApp(_ c: MethodCall, _ host: EngineHost) throws(VarlinkError) -> [AppID]? {
         var apps: [AppID] = []
         if let app = try c.p.optionalApp("app") { apps.append(app) }
-        if let id = try c.p.optionalSession("session"), let s = manager.engine.sessions[id] { apps.append(s.app) }
+        if let id = try c.p.optionalSession("session"), let s = host.engine.sessions[id] { apps.append(s.app) }
         return apps
     }
 
-    @Sendable static func tokenApp(_ c: MethodCall, _ manager: Manager) throws(VarlinkError) -> [AppID]? {
-        manager.engine.tasks[try c.p.task()].map { [$0.app] } ?? []
+    @Sendable static func tokenApp(_ c: MethodCall, _ host: EngineHost) throws(VarlinkError) -> [AppID]? {
+        host.engine.tasks[try c.p.task()].map { [$0.app] } ?? []
     }
 
     /// The apps listed; without a list, every running app: administrators only.
-    @Sendable static func warnedApps(_ c: MethodCall, _: Manager) throws(VarlinkError) -> [AppID]? {
+    @Sendable static func warnedApps(_ c: MethodCall, _: EngineHost) throws(VarlinkError) -> [AppID]? {
         try c.p.appList("apps")
     }
 }

@@ -4,7 +4,7 @@ import SceneCore
 import Varlink
 
 /// The typed errors of the interface, and the refusals of the access policy.
-extension ManagerVarlink {
+extension MethodDispatcher {
 
 
     /// The interface's typed error for a refused command: its name, its identifying
@@ -48,14 +48,14 @@ extension ManagerVarlink {
     func refusal(_ caller: CallerIdentity, _ method: String, _ what: String, app: AppID? = nil) -> VarlinkError {
         let message = "permission denied: \(what); you are \(UserDatabase.userName(caller.uid)) (uid \(caller.uid))"
         let verdict = refusalLog.allow(now: server.now())
-        if verdict.allowed, let daemon {
+        if verdict.allowed {
             let suppressed = verdict.suppressed > 0 ? " (\(verdict.suppressed) similar refusals not logged)" : ""
             var fields: [(String, String)] = [
                 ("SCENED_METHOD", method), ("SCENED_CLIENT_UID", String(caller.uid)),
                 ("SCENED_CLIENT_GID", String(caller.gid)), ("SCENED_CLIENT_PID", String(caller.pid)),
             ]
             if let app { fields.append(("SCENED_APP", app.rawValue)) }
-            daemon.logger.daemon(.notice, MessageID.permissionDenied,
+            logger.daemon(.notice, MessageID.permissionDenied,
                                  "Refused \(method) to uid \(caller.uid) (gid \(caller.gid), pid \(caller.pid)): \(what).\(suppressed)",
                                  fields)
         }

@@ -1,23 +1,23 @@
 import SceneCore
 import Varlink
 
-/// Running commands on the Manager and holding their replies until their batch commits.
-extension ManagerVarlink {
+/// Running commands on the EngineHost and holding their replies until their batch commits.
+extension MethodDispatcher {
     func run(_ command: Command) throws(VarlinkError) -> (CommandResult, Range<Int>) {
         do {
-            return try manager.execute(command)
+            return try host.execute(command)
         } catch {
             throw commandError(error)
         }
     }
 
     func lookupFailure(_ id: SessionID) -> LifecycleError {
-        manager.engine.wasDiscarded(id) ? .sessionDiscarded(id) : .noSuchSession(id)
+        host.engine.wasDiscarded(id) ? .sessionDiscarded(id) : .noSuchSession(id)
     }
 
     func runReplyingEvents(_ command: Command, _ c: MethodCall) throws(VarlinkError) {
         let (_, events) = try run(command)
-        reply(c) { w in w.events(self.manager.pending.events[events]) }
+        reply(c) { w in w.events(self.host.pending.events[events]) }
     }
 
     // MARK: - Limits
@@ -38,7 +38,7 @@ extension ManagerVarlink {
     }
 
     func checkSessionQuota(_ app: AppID) throws(VarlinkError) {
-        guard let record = manager.engine.apps[app], record.sessions.count >= limits.maxSessionsPerApp else { return }
+        guard let record = host.engine.apps[app], record.sessions.count >= limits.maxSessionsPerApp else { return }
         throw limits.error("MaxSessionsPerApp", "\(app) has \(record.sessions.count) sessions, the most one app may have (MaxSessionsPerApp=\(limits.maxSessionsPerApp)); discard some first")
     }
 
@@ -46,20 +46,12 @@ extension ManagerVarlink {
 
     func reply(_ c: MethodCall, continues: Bool = false, _ body: (inout JSONWriter) -> Void) {
         guard !c.call.oneway else { return }
-        c.conn.hold(batch: manager.gathering) { w in
-            w.beginObject()
-            w.key("parameters")
-            w.beginObject()
-            body(&w)
-            w.endObject()
-            if continues { w.key("continues"); w.bool(true) }
-            w.endObject()
-        }
+        c.conn.hold(batch: host.gathering) { w in w.reply(continues: continues, body) }
     }
 
     func replyObject(_ call: VarlinkCall, _ conn: ClientConnection, _ parameters: JSONObject) {
         guard !call.oneway else { return }
-        conn.hold(batch: manager.gathering) { w in
+        conn.hold(batch: host.gathering) { w in
             w.beginObject()
             w.key("parameters")
             w.value(.object(parameters))
@@ -69,7 +61,7 @@ extension ManagerVarlink {
 
     func fail(_ call: VarlinkCall, _ conn: ClientConnection, _ error: VarlinkError) {
         guard !call.oneway else { return }
-        conn.holdError(batch: manager.gathering, error)
+        conn.holdError(batch: host.gathering, error)
     }
 
     /// The session as the reply shows it, with its payloads (read from the store if the engine
@@ -77,23 +69,23 @@ extension ManagerVarlink {
     func replySession(_ id: SessionID, _ c: MethodCall) throws(VarlinkError) {
         let payloads = try sessionPayloads(id)
         reply(c) { w in
-            if let s = self.manager.engine.sessions[id] { w.key("session"); w.session(s, payloads: payloads) }
+            if let s = self.host.engine.sessions[id] { w.key("session"); w.session(s, payloads: payloads) }
         }
     }
 
     func replySessionAndEvents(_ id: SessionID, _ events: Range<Int>, _ c: MethodCall) throws(VarlinkError) {
         let payloads = try sessionPayloads(id)
         reply(c) { w in
-            if let s = self.manager.engine.sessions[id] { w.key("session"); w.session(s, payloads: payloads) }
-            w.events(self.manager.pending.events[events])
+            if let s = self.host.engine.sessions[id] { w.key("session"); w.session(s, payloads: payloads) }
+            w.events(self.host.pending.events[events])
         }
     }
 
     /// nil when there is no such session (the reply then has none).
     func sessionPayloads(_ id: SessionID) throws(VarlinkError) -> (userInfo: UserInfo, restoration: RestorationData?)? {
-        guard let s = manager.engine.sessions[id] else { return nil }
+        guard let s = host.engine.sessions[id] else { return nil }
         do {
-            return try manager.savedPayloads(of: s)
+            return try host.savedPayloads(of: s)
         } catch {
             throw commandError(error)
         }
@@ -101,8 +93,8 @@ extension ManagerVarlink {
 
     func replyApp(_ app: AppID, _ c: MethodCall) {
         reply(c) { w in
-            let engine = self.manager.engine
-            if let a = engine.apps[app] { w.key("app"); w.app(a, engine: engine, attachedPid: self.attachments.attachment(of: app)?.pid, started: self.startedProcess(app)) }
+            let engine = self.host.engine
+            if let a = engine.apps[app] { w.key("app"); w.app(a, engine: engine, attachedPid: self.apps.attachments.attachment(of: app)?.pid, started: self.apps.startedProcess(app)) }
         }
     }
 }

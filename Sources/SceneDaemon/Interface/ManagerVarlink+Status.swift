@@ -4,9 +4,9 @@ import SystemdKit
 import Varlink
 
 /// GetStatus and GetPressure, written straight into the reply.
-extension ManagerVarlink {
+extension MethodDispatcher {
     func writeStatus(_ w: inout JSONWriter) {
-        let engine = manager.engine
+        let engine = host.engine
         var running = 0, suspended = 0, tasks = 0
         for app in engine.apps.values {
             if app.process == .running { running += 1 }
@@ -37,32 +37,29 @@ extension ManagerVarlink {
         w.beginObject()
         w.field("passes", server.passes)
         w.field("calls", server.callsHandled)
-        w.field("commits", manager.commits)
+        w.field("commits", host.commits)
         w.endObject()
-        w.field("quarantined", UInt64(manager.quarantine.count))
-        if let daemon {
-            w.field("pressure", daemon.reclaim.level.name)
-            w.field("usage", daemon.reclaim.usage)
-            w.field("budget", daemon.reclaim.budget)
-            if let last = daemon.reclaim.policy.lastEpisode { w.key("lastEpisode"); writeEpisode(&w, last) }
-            w.key("configFiles")
-            w.beginArray()
-            for f in daemon.configFiles { w.string(f) }
-            w.endArray()
-        }
+        w.field("quarantined", UInt64(host.quarantine.count))
+        w.field("pressure", reclaim.level.name)
+        w.field("usage", reclaim.usage)
+        w.field("budget", reclaim.budget)
+        if let last = reclaim.policy.lastEpisode { w.key("lastEpisode"); writeEpisode(&w, last) }
+        w.key("configFiles")
+        w.beginArray()
+        for f in configFiles { w.string(f) }
+        w.endArray()
         w.endObject()
     }
 
     func writePressure(_ w: inout JSONWriter) {
-        guard let daemon else { return }
-        let monitor = daemon.reclaim
-        let policy = daemon.reclaim.policy
+        let monitor = reclaim
+        let policy = reclaim.policy
         w.key("pressure")
         w.beginObject()
         w.field("level", monitor.level.name)
         w.key("sources")
         w.beginArray()
-        for source in monitor.sources(now: self.manager.clock.now()) {
+        for source in monitor.sources(now: self.host.clock.now()) {
             w.beginObject()
             w.field("name", source.name)
             w.field("level", source.level.name)
@@ -91,15 +88,15 @@ extension ManagerVarlink {
         w.field("deferrals", UInt64(grace.counters.deferrals + grace.counters.refusedDeferrals))
         w.field("timeouts", UInt64(grace.counters.timeouts))
         w.endObject()
-        if let launcher, !shares.apps.isEmpty {
-            let measured = shares.measuredTotal
+        if let launcher = apps.launcher, !apps.shares.apps.isEmpty {
+            let measured = apps.shares.measuredTotal
             w.key("measured")
             w.beginObject()
             w.field("apps", UInt64(measured.apps))
             w.field("bytes", measured.bytes)
             w.field("source", launcher.memorySource)
-            if let at = lastMeasuredAt { w.field("measuredAt", at) }
-            w.field("awaitingRelease", shares.awaitingRelease)
+            if let at = apps.lastMeasuredAt { w.field("measuredAt", at) }
+            w.field("awaitingRelease", apps.shares.awaitingRelease)
             w.endObject()
         }
         w.endObject()

@@ -29,7 +29,7 @@ extension JSONWriter {
         endObject()
     }
 
-    /// `payloads`: the session's userInfo and restoration data (`Manager.savedPayloads`, which
+    /// `payloads`: the session's userInfo and restoration data (`EngineHost.savedPayloads`, which
     /// reads them from the store when the engine left them there); nil leaves them out
     /// (listings, callers who may not see them): their sizes say what there is.
     /// `marksWithheld` says they were left out because the caller may not see them.

@@ -10,7 +10,7 @@ import SceneStore
 /// Batches are numbered. A reply is tagged with the number of the batch being gathered when it
 /// was made, and released once every batch up to that number is committed: even a read-only
 /// reply may show changes that were still being committed.
-final class Manager {
+final class EngineHost {
     private(set) var engine: LifecycleEngine
     let clock: DaemonClock
     let writer: StoreWriter?
@@ -26,8 +26,8 @@ final class Manager {
 
     /// Stored rows the store left out, damaged on disk (start-up, and event-log rows as read).
     var quarantine = QuarantineReport()
-    /// Told of rows quarantined after start-up (the journal).
-    var onQuarantine: (([QuarantinedRow]) -> Void)?
+    /// Rows quarantined after start-up, not yet reported (`takeQuarantined`).
+    private var newlyQuarantined: [QuarantinedRow] = []
 
     /// Batch numbers and the commit in flight.
     private(set) var pipeline = CommitPipeline()
@@ -286,7 +286,7 @@ final class Manager {
     }
 }
 
-extension Manager {
+extension EngineHost {
     /// A session's userInfo and restoration data: the engine's, or the store's copy of what the
     /// engine left there (a point read on the loop: the row's pages are usually in the kernel's
     /// cache, and a read is tens of microseconds for 16 KiB). Damage is the caller's error.
@@ -323,8 +323,14 @@ extension Manager {
     }
 
     private func noteQuarantined(_ rows: [QuarantinedRow]) {
-        let new = quarantine.add(rows)
-        if !new.isEmpty { onQuarantine?(new) }
+        newlyQuarantined += quarantine.add(rows)
+    }
+
+    /// The rows quarantined since the last call, for the journal.
+    func takeQuarantined() -> [QuarantinedRow] {
+        guard !newlyQuarantined.isEmpty else { return [] }
+        defer { newlyQuarantined = [] }
+        return newlyQuarantined
     }
 }
 

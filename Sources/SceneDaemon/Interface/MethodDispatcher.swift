@@ -8,60 +8,68 @@ import Varlink
 /// method (`ManagerMethods`), each with the access it requires. Every call is checked against
 /// the caller's credentials before its handler runs; replies are held in the connection until
 /// their batch commits.
-final class ManagerVarlink {
-    let manager: Manager
-    unowned let server: VarlinkServer
+/// The methods of io.scened.Manager, io.scened.App and io.scened.Testing, bound like
+/// systemd's `*-varlink.c` files: one handler per method (`ManagerMethods`, `AppMethods`),
+/// each with the access it requires. Every call is checked against the caller's credentials
+/// before its handler runs; replies are held in the connection until their batch commits.
+///
+/// Handlers act on the parts the daemon gives it (the engine's host, the app supervisor, the
+/// stream feeds, the reclaim runner); what only the daemon can do (apply a configuration,
+/// carry out a reclaim outcome) goes to it as a `DaemonRequest`, taken after the handler
+/// returns and before the batch commits.
+final class MethodDispatcher {
+    let host: EngineHost
+    let server: VarlinkServer
+    let apps: AppSupervisor
+    let feeds: StreamFeeds
+    let reclaim: ReclaimRunner
+    let logger: JournalLogger
     let info: VarlinkServiceInfo
     let interface: VarlinkInterfaceDefinition
+    let appInterface: VarlinkInterfaceDefinition
     let startedAt: UInt64
     let version: String
     let testHooks: Bool
-    weak var daemon: Daemon?
+    /// Where Reload reads the configuration from, and the command line's overrides.
+    let loader: ConfigLoader
+    let options: DaemonOptions
+    /// The settings in force and the files they came from; replaced on reload.
+    private(set) var settings: DaemonSettings
+    private(set) var configFiles: [String]
     /// Who may do what; replaced on reload.
-    var policy: AccessPolicy
+    private(set) var policy: AccessPolicy
     /// Refusals are logged, but not so often that a caller can flood the journal.
     var refusalLog = RateLimiter()
-    let appInterface: VarlinkInterfaceDefinition
-    /// The processes attached as apps (io.scened.App), and what they owe.
-    var attachments = AttachmentTable()
-    /// Attached processes whose connection closed, to be terminated as exited.
-    var pendingDeaths: [(AppID, Int32)] = []
-    var appEntryLog = RateLimiter()
-    /// The apps scened starts itself: the table decides, the launcher carries out (made at
-    /// the first launch, so that a daemon with no such app never touches cgroups).
-    var launches = LaunchTable()
-    var launcher: AppLauncher?
-    var appSettings: [AppID: AppSettings] = [:]
-    /// Calls waiting for their app's process to attach, by app.
-    var parked: [AppID: [(connection: Int, call: VarlinkCall)]] = [:]
-    /// Launches settled since the last pass: their waiting calls go ahead (nil) or fail.
-    var launchOutcomes: [(app: AppID, failure: String?, count: Int)] = []
-    /// Started processes that exited, with their status, to be carried out in the pass.
-    var pendingExits: [(AppID, String)] = []
-    /// How started apps' measured memory is charged, and when they were last read.
-    var shares = MemoryShares()
-    var lastMeasuredAt: Timestamp?
-    /// AppCgroups= as read at start.
-    var appCgroups = true
-    /// The socket a started app is told to attach on (SCENED_SOCKET).
-    var socketPath = ""
+    /// What handlers asked of the daemon, in order (`takeRequests`).
+    private(set) var requests: [DaemonRequest] = []
 
     /// ListSessions without `more` answers at most this many sessions.
     static let maxUnstreamedSessions = 10_000
-    static let sessionsPerBatch = 500
-    /// A listing piece stops growing at this size (a piece holds at least one session).
-    static let listingPieceBytes = 256 << 10
-    /// What a piece may pass `listingPieceBytes` by: its last session and the closing bytes.
-    static let listingPieceSlack = 16 << 10
-    static let eventsPerBatch = 256
 
-    init(manager: Manager, server: VarlinkServer, version: String, startedAt: UInt64, policy: AccessPolicy,
-         testHooks: Bool = false) throws {
-        self.manager = manager
-        self.server = server
+    struct Parts {
+        let host: EngineHost
+        let server: VarlinkServer
+        let apps: AppSupervisor
+        let feeds: StreamFeeds
+        let reclaim: ReclaimRunner
+        let logger: JournalLogger
+    }
+
+    init(_ parts: Parts, loader: ConfigLoader, options: DaemonOptions, settings: DaemonSettings, configFiles: [String],
+         version: String, startedAt: UInt64, testHooks: Bool = false) throws {
+        host = parts.host
+        server = parts.server
+        apps = parts.apps
+        feeds = parts.feeds
+        reclaim = parts.reclaim
+        logger = parts.logger
+        self.loader = loader
+        self.options = options
+        self.settings = settings
+        self.configFiles = configFiles
+        policy = settings.accessPolicy
         self.version = version
         self.startedAt = startedAt
-        self.policy = policy
         self.testHooks = testHooks
         interface = try VarlinkInterfaceDefinition.parse(ManagerInterface.text)
         appInterface = try VarlinkInterfaceDefinition.parse(AppInterface.text)
@@ -70,6 +78,23 @@ final class ManagerVarlink {
         if testHooks { interfaces.append(VarlinkInterfaceText(name: TestingInterface.name, text: TestingInterface.text)) }
         info = VarlinkServiceInfo(vendor: "scened", product: "scened", version: version,
                                   url: "https://github.com/scened/scened", interfaces: interfaces)
+    }
+
+    /// The settings now in force (start and reload).
+    func configure(_ settings: DaemonSettings, files: [String]) {
+        self.settings = settings
+        configFiles = files
+        policy = settings.accessPolicy
+    }
+
+    func request(_ request: DaemonRequest) {
+        requests.append(request)
+    }
+
+    /// What handlers asked of the daemon since the last time.
+    func takeRequests() -> [DaemonRequest] {
+        defer { requests.removeAll() }
+        return requests
     }
 
     // MARK: - Dispatch
@@ -106,7 +131,7 @@ final class ManagerVarlink {
         let context = MethodCall(call: call, p: CallParameters(object: call.parameters), conn: conn, caller: caller)
         do {
             let concerned = try authorize(method, context)
-            if method.launches, let concerned, try parkForLaunch(concerned, context) { return }
+            if method.launches, let concerned, try apps.parkForLaunch(concerned, context) { return }
             try method.handler(self)(context)
         } catch {
             fail(call, conn, error)
@@ -125,7 +150,7 @@ final class ManagerVarlink {
             }
             return nil
         case .app(let concerned):
-            guard let apps = try concerned(c, manager) else {
+            guard let apps = try concerned(c, host) else {
                 guard policy.isAdministrator(c.caller) else {
                     throw refusal(c.caller, c.call.method, "\(method.name) \(method.adminOnlyCase ?? "of every app") is for administrators")
                 }
@@ -146,10 +171,10 @@ final class ManagerVarlink {
             Diagnostics.warning("test hook: hanging the event loop for \(seconds) s")
             sleep(UInt32(max(0, min(seconds, 3600))))
         case TestingInterface.name + ".Livelock":
-            daemon?.startLivelock(seconds: Int(max(0, min(seconds, 3600))))
+            request(.livelock(seconds: Int(max(0, min(seconds, 3600)))))
         case TestingInterface.name + ".StallCommit":
             Diagnostics.warning("test hook: stalling the commit thread for \(seconds) s")
-            manager.writer?.stallNextCommit(seconds: UInt32(max(0, min(seconds, 3600))))
+            host.writer?.stallNextCommit(seconds: UInt32(max(0, min(seconds, 3600))))
         default:
             return fail(call, conn, .methodNotFound(call.method))
         }

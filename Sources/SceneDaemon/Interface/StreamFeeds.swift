@@ -1,38 +1,57 @@
 import SceneCore
 import Varlink
 
-/// Streams: listings produced as the client reads, monitors fed with committed events.
-extension ManagerVarlink {
+/// The open `more` calls that are not apps' attach streams: listings produced as the client
+/// reads, monitors fed with committed events (live, or from the event log when behind), and
+/// exported traces. The handlers open them (`conn.stream`); this class keeps them going.
+final class StreamFeeds {
+    let host: EngineHost
+    let server: VarlinkServer
+    /// An attached app's backlog is encoded for its process.
+    let apps: AppSupervisor
+    /// Who may see restoration data; replaced on reload.
+    var policy: AccessPolicy
+
+    static let sessionsPerBatch = 500
+    /// A listing piece stops growing at this size (a piece holds at least one session).
+    static let listingPieceBytes = 256 << 10
+    /// What a piece may pass `listingPieceBytes` by: its last session and the closing bytes.
+    static let listingPieceSlack = 16 << 10
+    static let eventsPerBatch = 256
+
+    init(host: EngineHost, server: VarlinkServer, apps: AppSupervisor, policy: AccessPolicy) {
+        self.host = host
+        self.server = server
+        self.apps = apps
+        self.policy = policy
+    }
+
     /// Tops up a stream while its client keeps reading.
     func produce(_ conn: ClientConnection) {
         switch conn.stream {
         case .listing(var listing):
-            let engine = manager.engine
+            let engine = host.engine
             var taken = 0
             // Held like any reply: the engine may show changes not yet committed. Bounded in
             // sessions and bytes, so no piece can come near a client's output limit. Room for a
             // whole piece at once: one that outgrows its buffer is copied into a fresh one.
-            conn.hold(batch: manager.gathering, expected: Self.listingPieceBytes + Self.listingPieceSlack) { w in
+            conn.hold(batch: host.gathering, expected: Self.listingPieceBytes + Self.listingPieceSlack) { w in
                 let start = w.bytes.count
-                w.beginObject()
-                w.key(static: "parameters")
-                w.beginObject()
-                w.key(static: "sessions")
-                w.beginArray()
-                while let id = listing.ids.current, taken < Self.sessionsPerBatch,
-                      w.bytes.count - start < Self.listingPieceBytes {
-                    listing.ids.advance()
-                    taken += 1
-                    // Filters are re-applied: a session may have changed since the listing began.
-                    guard let s = engine.sessions[id] else { continue }
-                    if let c = listing.condition, s.condition != c { continue }
-                    if let st = listing.state, s.sceneState != st { continue }
-                    w.listedSession(s)
+                w.reply(continues: listing.ids.current != nil) { w in
+                    w.key(static: "sessions")
+                    w.beginArray()
+                    while let id = listing.ids.current, taken < Self.sessionsPerBatch,
+                          w.bytes.count - start < Self.listingPieceBytes {
+                        listing.ids.advance()
+                        taken += 1
+                        // Filters are re-applied: a session may have changed since the listing began.
+                        guard let s = engine.sessions[id] else { continue }
+                        if let c = listing.condition, s.condition != c { continue }
+                        if let st = listing.state, s.sceneState != st { continue }
+                        w.listedSession(s)
+                    }
+                    w.endArray()
                 }
-                w.endArray()
-                w.endObject()
-                if listing.ids.current != nil { w.key(static: "continues"); w.bool(true) }
-                w.endObject()
             }
             if listing.ids.current == nil {
                 server.streamEnded(conn)
@@ -41,7 +60,7 @@ extension ManagerVarlink {
             }
         case .monitor(var monitor):
             guard let from = monitor.backlogNext, !monitor.awaitingRead else { return }
-            switch manager.committedEvents(from: from, limit: Self.eventsPerBatch, token: UInt64(conn.number)) {
+            switch host.committedEvents(from: from, limit: Self.eventsPerBatch, token: UInt64(conn.number)) {
             case .events(let events):
                 deliverBacklog(events, to: conn, monitor: &monitor)
             case .pending:
@@ -55,7 +74,7 @@ extension ManagerVarlink {
                     return
                 }
                 monitor.backlogNext = nil
-                monitor.liveFrom = manager.committedNextSequence
+                monitor.liveFrom = host.committedNextSequence
             }
             if !conn.isClosed, conn.stream != nil { conn.stream = .monitor(monitor) }
         case .export(let export):
@@ -71,7 +90,7 @@ extension ManagerVarlink {
     private func deliverBacklog(_ events: [LifecycleEvent], to conn: ClientConnection, monitor: inout MonitorStream) {
         for e in events where monitor.matches(e) {
             if monitor.attached {
-                sendAppEvent(e, to: conn)
+                apps.sendAppEvent(e, to: conn)
                 if conn.isClosed || !conn.machine.streaming { return }
                 continue
             }
@@ -81,11 +100,11 @@ extension ManagerVarlink {
             server.appendOutput(conn, bytes)
             if conn.isClosed || !conn.machine.streaming { return }
         }
-        if let last = events.last, last.seq + 1 < manager.committedNextSequence {
+        if let last = events.last, last.seq + 1 < host.committedNextSequence {
             monitor.backlogNext = last.seq + 1
         } else {
             monitor.backlogNext = nil
-            monitor.liveFrom = manager.committedNextSequence
+            monitor.liveFrom = host.committedNextSequence
             monitor.fellBehind = false
             conn.behindBytes = 0
         }
@@ -94,7 +113,7 @@ extension ManagerVarlink {
     /// The commit thread answered backlog reads: each goes to its monitor, which asks for the
     /// next piece when its client has read this one.
     func readsFinished() {
-        for (token, result) in manager.finishedReads() {
+        for (token, result) in host.finishedReads() {
             if let conn = server.connections[Int(truncatingIfNeeded: token)], case .export(let export)? = conn.stream,
                export.awaitingRead {
                 traceRead(conn, export, result)
@@ -109,7 +128,7 @@ extension ManagerVarlink {
             case .failure(let error):
                 Diagnostics.error("reading the event log: \(error)")
                 monitor.backlogNext = nil
-                monitor.liveFrom = manager.committedNextSequence
+                monitor.liveFrom = host.committedNextSequence
                 monitor.fellBehind = false
                 conn.behindBytes = 0
             }
@@ -137,9 +156,6 @@ extension ManagerVarlink {
     func publish(_ events: [LifecycleEvent]) {
         guard !events.isEmpty else { return }
         var encoded: [[UInt8]?] = []
-        // Before the app's process gets them: a resumed app is thawed first.
-        if !launches.isEmpty { observeLaunches(events) }
-        publishToAttached(events)
         /// The encoding of event `i` for `conn`: only a willConnectTo carrying restoration data
         /// reads differently for a caller who may not see it.
         func bytes(_ i: Int, for conn: ClientConnection) -> [UInt8] {
@@ -232,15 +248,10 @@ extension ManagerVarlink {
 
     static func encodedEvent(_ e: LifecycleEvent, withholdRestoration: Bool) -> [UInt8] {
         var w = JSONWriter()
-        w.beginObject()
-        w.key("parameters")
-        w.beginObject()
-        w.key("event")
-        w.event(e, withholdRestoration: withholdRestoration)
-        w.endObject()
-        w.key("continues")
-        w.bool(true)
-        w.endObject()
+        w.reply(continues: true) { w in
+            w.key(static: "event")
+            w.event(e, withholdRestoration: withholdRestoration)
+        }
         w.bytes.append(0)
         return w.bytes
     }
