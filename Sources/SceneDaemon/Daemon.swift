@@ -147,6 +147,18 @@ final class Daemon {
         server.log = { entry in logger.send(entry) }
     }
 
+    /// The hooks hold the parts that hold the server: dropped at the end, so that the parts
+    /// (and the store's reader connection with them) are freed before the writer closes the
+    /// database, which then checkpoints and removes its write-ahead log.
+    private func disconnectServer() {
+        server.handleCall = nil
+        server.requestPass = nil
+        server.currentBatch = nil
+        server.produceStream = nil
+        server.connectionClosed = nil
+        server.log = nil
+    }
+
     func run() throws -> Int32 {
         sendStatus(prefix: "READY=1\n")
         if watchdog.passCompleted(now: loop.nowMonotonic) { ServiceManager.notify("WATCHDOG=1") }
@@ -170,6 +182,7 @@ final class Daemon {
         publishCommitted()
         server.flush()
         server.closeAll()
+        disconnectServer()
         apps.awaitStartedApps()
         reclaim.psi?.stop()
         if ownsSocket { unlink(socketPath) }

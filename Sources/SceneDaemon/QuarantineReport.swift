@@ -65,16 +65,3 @@ struct QuarantineReport {
         return VarlinkError(name: ManagerInterface.name + ".NoSuchSession", parameters: p)
     }
 }
-
-extension MethodDispatcher {
-    /// The typed error for a refused command; one that names a quarantined session says so.
-    func commandError(_ error: LifecycleError) -> VarlinkError {
-        switch error {
-        case .noSuchSession(let id), .sessionDiscarded(let id):
-            if let quarantined = host.quarantine.refusal(for: id) { return quarantined }
-        default:
-            break
-        }
-        return Self.error(for: error)
-    }
-}

@@ -5,8 +5,6 @@ import Varlink
 
 /// The typed errors of the interface, and the refusals of the access policy.
 extension MethodDispatcher {
-
-
     /// The interface's typed error for a refused command: its name, its identifying
     /// parameters, and always a `message` for people.
     static func error(for error: LifecycleError) -> VarlinkError {
@@ -56,9 +54,20 @@ extension MethodDispatcher {
             ]
             if let app { fields.append(("SCENED_APP", app.rawValue)) }
             logger.daemon(.notice, MessageID.permissionDenied,
-                                 "Refused \(method) to uid \(caller.uid) (gid \(caller.gid), pid \(caller.pid)): \(what).\(suppressed)",
-                                 fields)
+                          "Refused \(method) to uid \(caller.uid) (gid \(caller.gid), pid \(caller.pid)): \(what).\(suppressed)",
+                          fields)
         }
         return VarlinkError(name: "org.varlink.service.PermissionDenied", parameters: ["message": .string(message)])
+    }
+
+    /// The typed error for a refused command; one that names a quarantined session says so.
+    func commandError(_ error: LifecycleError) -> VarlinkError {
+        switch error {
+        case .noSuchSession(let id), .sessionDiscarded(let id):
+            if let quarantined = host.quarantine.refusal(for: id) { return quarantined }
+        default:
+            break
+        }
+        return Self.error(for: error)
     }
 }
