@@ -141,74 +141,10 @@ enum JournalEntries {
 
     static func entry(for group: [LifecycleEvent], pressure: PressureLevel) -> LogEntry {
         let last = group.last!
-        let names = group.map(\.name)
-        let app = last.app.rawValue
         var sessions: [SessionID] = []
         for e in group { for s in e.sessionsConcerned where !sessions.contains(s) { sessions.append(s) } }
-        let subject = sessions.count == 1 ? "Session \(sessions[0]) of \(app)" : "App \(app)"
-        let callbacks = names.filter(\.isCallback).map(\.name)
-        let via = callbacks.isEmpty ? "" : " (" + callbacks.joined(separator: ", ") + ")"
-
-        var id = MessageID.sessionStateChanged
-        var priority = LogLevel.info
-        var message: String
-        if names.contains(.didDiscardSceneSessions) && sessions.count == 1 && names.first != .didFinishLaunching {
-            id = MessageID.sessionDiscarded
-            message = "\(subject) discarded\(via)."
-        } else if names.contains(.configurationForConnecting) {
-            id = MessageID.sessionConnected
-            message = "\(subject) connected, \(last.state.name)\(via)."
-        } else if case .connect(let restoration, true)? = group.first(where: { $0.name == .willConnectTo })?.detail {
-            id = MessageID.sessionReconnected
-            let saved = restoration == nil ? "with no saved state" : "with its saved state"
-            message = "\(subject) reconnected \(saved), \(last.state.name)\(via)."
-        } else if last.name == .didDisconnect {
-            id = MessageID.sessionDisconnected
-            message = "\(subject) disconnected; session kept\(via)."
-        } else if names.contains(.didFinishLaunching) {
-            id = MessageID.appLaunched
-            let discarded = names.contains(.didDiscardSceneSessions)
-                ? ", told of \(sessions.count) discarded session\(sessions.count == 1 ? "" : "s")" : ""
-            message = "App \(app) launched\(discarded)\(via)."
-        } else if names.contains(.terminated) {
-            id = MessageID.appTerminated
-            var reason = ""
-            if case .terminated(let r, let archived) = last.detail {
-                reason = " (\(r.name)); \(archived.count) session\(archived.count == 1 ? "" : "s") archived"
-            }
-            message = "App \(app) terminated\(reason)\(names.contains(.willTerminate) ? " after willTerminate" : "")."
-            priority = .notice
-        } else if last.name == .suspended || last.name == .resumed {
-            id = MessageID.appSuspendedResumed
-            message = "App \(app) \(last.name.name)."
-        } else if last.name == .didReceiveMemoryWarning {
-            id = MessageID.memoryWarning
-            message = "App \(app) received a memory warning."
-            priority = .notice
-        } else if last.name == .backgroundTaskWillExpire {
-            id = MessageID.taskExpiring
-            var task = ""
-            if case .task(let token, let name) = last.detail { task = " \(token)" + (name.isEmpty ? "" : " (\(name))") }
-            message = "Background task\(task) of \(app) is expiring."
-            priority = .notice
-        } else if last.name == .didDiscardSceneSessions {
-            id = MessageID.sessionDiscarded
-            message = "App \(app) told of \(sessions.count) discarded sessions."
-        } else {
-            message = "\(subject) is \(last.state.name)\(via)."
-        }
-
-        var fields: [(String, String)] = [("SCENED_APP", app)]
-        for s in sessions { fields.append(("SCENED_SESSION", s.description)) }
-        for e in group {
-            fields.append(("SCENED_EVENT", e.name.name))
-            fields.append(("SCENED_SEQ", String(e.seq)))
-        }
-        fields.append(("SCENED_EVENTS", names.map(\.name).joined(separator: " ")))
-        fields.append(("SCENED_STATE", last.state.name))
-        fields.append(("SCENED_APP_STATE", last.appState.name))
-        fields.append(("SCENED_CAUSE", last.cause.name))
-        fields.append(("SCENED_PRESSURE", pressure.name))
+        var (id, priority, message) = summary(group, sessions: sessions)
+        var fields = commonFields(group, sessions: sessions, pressure: pressure)
         if case .reclaim(let note) = last.cause {
             // Every reclaim action is its own kind of entry, with the policy's reasons.
             id = MessageID.reclaimAction
@@ -226,5 +162,76 @@ enum JournalEntries {
             message += " Cap: \(reason)."
         }
         return LogEntry(priority: priority, messageID: id, message: message, fields: fields)
+    }
+
+    /// What the group of events amounts to: the entry's message id, priority and message.
+    private static func summary(_ group: [LifecycleEvent], sessions: [SessionID]) -> (String, LogLevel, String) {
+        let last = group.last!
+        let names = group.map(\.name)
+        let app = last.app.rawValue
+        let subject = sessions.count == 1 ? "Session \(sessions[0]) of \(app)" : "App \(app)"
+        let callbacks = names.filter(\.isCallback).map(\.name)
+        let via = callbacks.isEmpty ? "" : " (" + callbacks.joined(separator: ", ") + ")"
+        if names.contains(.didDiscardSceneSessions) && sessions.count == 1 && names.first != .didFinishLaunching {
+            return (MessageID.sessionDiscarded, .info, "\(subject) discarded\(via).")
+        }
+        if names.contains(.configurationForConnecting) {
+            return (MessageID.sessionConnected, .info, "\(subject) connected, \(last.state.name)\(via).")
+        }
+        if case .connect(let restoration, true)? = group.first(where: { $0.name == .willConnectTo })?.detail {
+            let saved = restoration == nil ? "with no saved state" : "with its saved state"
+            return (MessageID.sessionReconnected, .info, "\(subject) reconnected \(saved), \(last.state.name)\(via).")
+        }
+        if last.name == .didDisconnect {
+            return (MessageID.sessionDisconnected, .info, "\(subject) disconnected; session kept\(via).")
+        }
+        if names.contains(.didFinishLaunching) {
+            let discarded = names.contains(.didDiscardSceneSessions)
+                ? ", told of \(sessions.count) discarded session\(sessions.count == 1 ? "" : "s")" : ""
+            return (MessageID.appLaunched, .info, "App \(app) launched\(discarded)\(via).")
+        }
+        if names.contains(.terminated) {
+            var reason = ""
+            if case .terminated(let r, let archived) = last.detail {
+                reason = " (\(r.name)); \(archived.count) session\(archived.count == 1 ? "" : "s") archived"
+            }
+            let after = names.contains(.willTerminate) ? " after willTerminate" : ""
+            return (MessageID.appTerminated, .notice, "App \(app) terminated\(reason)\(after).")
+        }
+        return appSummary(last, app: app, sessions: sessions) ?? (MessageID.sessionStateChanged, .info, "\(subject) is \(last.state.name)\(via).")
+    }
+
+    /// The app-level changes that are one event of their own.
+    private static func appSummary(_ last: LifecycleEvent, app: String, sessions: [SessionID]) -> (String, LogLevel, String)? {
+        switch last.name {
+        case .suspended, .resumed:
+            return (MessageID.appSuspendedResumed, .info, "App \(app) \(last.name.name).")
+        case .didReceiveMemoryWarning:
+            return (MessageID.memoryWarning, .notice, "App \(app) received a memory warning.")
+        case .backgroundTaskWillExpire:
+            var task = ""
+            if case .task(let token, let name) = last.detail { task = " \(token)" + (name.isEmpty ? "" : " (\(name))") }
+            return (MessageID.taskExpiring, .notice, "Background task\(task) of \(app) is expiring.")
+        case .didDiscardSceneSessions:
+            return (MessageID.sessionDiscarded, .info, "App \(app) told of \(sessions.count) discarded sessions.")
+        default:
+            return nil
+        }
+    }
+
+    private static func commonFields(_ group: [LifecycleEvent], sessions: [SessionID], pressure: PressureLevel) -> [(String, String)] {
+        let last = group.last!
+        var fields: [(String, String)] = [("SCENED_APP", last.app.rawValue)]
+        for s in sessions { fields.append(("SCENED_SESSION", s.description)) }
+        for e in group {
+            fields.append(("SCENED_EVENT", e.name.name))
+            fields.append(("SCENED_SEQ", String(e.seq)))
+        }
+        fields.append(("SCENED_EVENTS", group.map(\.name.name).joined(separator: " ")))
+        fields.append(("SCENED_STATE", last.state.name))
+        fields.append(("SCENED_APP_STATE", last.appState.name))
+        fields.append(("SCENED_CAUSE", last.cause.name))
+        fields.append(("SCENED_PRESSURE", pressure.name))
+        return fields
     }
 }

@@ -141,105 +141,85 @@ final class StreamFeeds {
 
     /// Live fan-out of committed events to monitors. Each event is encoded at most twice (with
     /// and without restoration data), however many monitors see it, and a monitor's events are
-    /// queued in pieces of up to `fanOutPiece` bytes rather than one by one: with 100 monitors,
-    /// encoding and queueing per monitor per event made every commit cost everyone else a
-    /// hundred times its events.
+    /// queued in pieces of up to `fanOutPiece` bytes rather than one by one, so that a commit
+    /// costs each monitor a copy, not an encoding per event.
     ///
     /// A monitor whose output reaches the high-water mark (its client does not read as fast as
     /// events come) falls behind: from that event on nothing more is queued or copied for it;
     /// it reads the events from the log, in order, as its client reads (`produce`), and what it
     /// is behind by counts as unread output, so a client that never reads is cut off at
     /// MaxOutputPerConnection as before, having cost a high-water mark of memory and copying
-    /// rather than the whole limit. (100 monitors that never read each had about 1 MiB queued
-    /// for them and copied, grown and faulted in again, before MaxBufferedOutput cut them one
-    /// by one, the last ones at 16 MiB: that cost a bystander half its throughput.)
+    /// rather than the whole limit.
     func publish(_ events: [LifecycleEvent]) {
         guard !events.isEmpty else { return }
-        var encoded: [[UInt8]?] = []
-        /// The encoding of event `i` for `conn`: only a willConnectTo carrying restoration data
-        /// reads differently for a caller who may not see it.
-        func bytes(_ i: Int, for conn: ClientConnection) -> [UInt8] {
-            if encoded.isEmpty { encoded = Array(repeating: nil, count: events.count * 2) }
-            let e = events[i]
-            var withhold = false
-            if case .connect(let restoration, _) = e.detail, restoration != nil {
-                withhold = !policy.maySeePrivateData(conn.peer.identity, app: e.app)
-            }
-            let k = 2 * i + (withhold ? 1 : 0)
-            if let done = encoded[k] { return done }
-            let made = Self.encodedEvent(e, withholdRestoration: withhold)
-            encoded[k] = made
-            return made
-        }
-        // Every event as most see it, for monitors without a filter that are behind: their share
-        // of a batch is the whole batch, unless it has restoration data someone may not see.
-        var whole: Int?
-        var wholeKnown = false
-        func wholeBatch(for conn: ClientConnection) -> Int? {
-            if wholeKnown { return whole }
-            wholeKnown = true
-            var total = 0
-            for i in events.indices {
-                if case .connect(let restoration, _) = events[i].detail, restoration != nil { return nil }
-                total += bytes(i, for: conn).count
-            }
-            whole = total
-            return total
-        }
+        var batch = EncodedBatch(events: events)
         server.forEachMonitor { conn, monitor in
             // An attached app's stream is fed by publishToAttached.
             if monitor.attached { return }
             if monitor.backlogNext != nil {
-                // Behind (or replaying the backlog it asked for): what was published is owed too.
-                var behind = 0
-                if monitor.app == nil, monitor.session == nil, events[0].seq >= monitor.liveFrom, let all = wholeBatch(for: conn) {
-                    behind = all
-                } else {
-                    for i in events.indices where events[i].seq >= monitor.liveFrom && monitor.matches(events[i]) {
-                        behind += bytes(i, for: conn).count
-                    }
-                }
-                if behind > 0 { server.streamFellBehind(conn, by: behind) }
-                return
+                countBehind(conn, monitor, &batch)
+            } else {
+                feedLive(conn, monitor, &batch)
             }
-            var m = monitor
-            var behind = 0
-            var piece: [UInt8] = []
-            for i in events.indices where events[i].seq >= m.liveFrom && m.matches(events[i]) {
-                let b = bytes(i, for: conn)
-                if m.backlogNext != nil {
-                    behind += b.count
-                    continue
-                }
-                if !conn.machine.mayQueueLiveOutput(piece.count + b.count) {
-                    if !piece.isEmpty {
-                        server.appendOutput(conn, piece)
-                        piece = []
-                        if conn.isClosed || conn.stream == nil { return }
-                    }
-                    m.backlogNext = events[i].seq
-                    m.fellBehind = true
-                    behind += b.count
-                    continue
-                }
-                piece += b
-                if piece.count >= Self.fanOutPiece {
+        }
+    }
+
+    /// A monitor behind (or replaying the backlog it asked for): what was published is owed too.
+    private func countBehind(_ conn: ClientConnection, _ monitor: MonitorStream, _ batch: inout EncodedBatch) {
+        let events = batch.events
+        var behind = 0
+        if monitor.app == nil, monitor.session == nil, events[0].seq >= monitor.liveFrom,
+           let all = batch.whole(for: conn, policy) {
+            behind = all
+        } else {
+            for i in events.indices where events[i].seq >= monitor.liveFrom && monitor.matches(events[i]) {
+                behind += batch.bytes(i, for: conn, policy).count
+            }
+        }
+        if behind > 0 { server.streamFellBehind(conn, by: behind) }
+    }
+
+    /// Queues a live monitor's share of the batch, until its output reaches the high-water
+    /// mark; from there it falls behind.
+    private func feedLive(_ conn: ClientConnection, _ monitor: MonitorStream, _ batch: inout EncodedBatch) {
+        let events = batch.events
+        var m = monitor
+        var behind = 0
+        var piece: [UInt8] = []
+        for i in events.indices where events[i].seq >= m.liveFrom && m.matches(events[i]) {
+            let b = batch.bytes(i, for: conn, policy)
+            if m.backlogNext != nil {
+                behind += b.count
+                continue
+            }
+            if !conn.machine.mayQueueLiveOutput(piece.count + b.count) {
+                if !piece.isEmpty {
                     server.appendOutput(conn, piece)
                     piece = []
                     if conn.isClosed || conn.stream == nil { return }
                 }
+                m.backlogNext = events[i].seq
+                m.fellBehind = true
+                behind += b.count
+                continue
             }
-            if !piece.isEmpty {
+            piece += b
+            if piece.count >= Self.fanOutPiece {
                 server.appendOutput(conn, piece)
+                piece = []
                 if conn.isClosed || conn.stream == nil { return }
             }
-            guard m.backlogNext != nil else { return }
-            // It fell behind: from here it reads the log (`produce`) once its client has read.
-            conn.stream = .monitor(m)
-            conn.behindBytes = 0
-            server.streamFellBehind(conn, by: behind)
-            server.streamChanged(conn)
         }
+        if !piece.isEmpty {
+            server.appendOutput(conn, piece)
+            if conn.isClosed || conn.stream == nil { return }
+        }
+        guard m.backlogNext != nil else { return }
+        // It fell behind: from here it reads the log (`produce`) once its client has read.
+        conn.stream = .monitor(m)
+        conn.behindBytes = 0
+        server.streamFellBehind(conn, by: behind)
+        server.streamChanged(conn)
     }
 
     /// The most a monitor's queued output grows by in one step of fan-out: the global output
@@ -256,4 +236,46 @@ final class StreamFeeds {
         return w.bytes
     }
 
+}
+
+/// One published batch as monitors receive it: each event encoded at most twice, on first use.
+struct EncodedBatch {
+    let events: [LifecycleEvent]
+    private var encoded: [[UInt8]?] = []
+    private var wholeSize: Int?
+    private var wholeKnown = false
+
+    init(events: [LifecycleEvent]) {
+        self.events = events
+    }
+
+    /// The encoding of event `i` for `conn`: only a willConnectTo carrying restoration data
+    /// reads differently for a caller who may not see it.
+    mutating func bytes(_ i: Int, for conn: ClientConnection, _ policy: AccessPolicy) -> [UInt8] {
+        if encoded.isEmpty { encoded = Array(repeating: nil, count: events.count * 2) }
+        let e = events[i]
+        var withhold = false
+        if case .connect(let restoration, _) = e.detail, restoration != nil {
+            withhold = !policy.maySeePrivateData(conn.peer.identity, app: e.app)
+        }
+        let k = 2 * i + (withhold ? 1 : 0)
+        if let done = encoded[k] { return done }
+        let made = StreamFeeds.encodedEvent(e, withholdRestoration: withhold)
+        encoded[k] = made
+        return made
+    }
+
+    /// Every event as most see it, for monitors without a filter that are behind: their share
+    /// of a batch is the whole batch, unless it has restoration data someone may not see.
+    mutating func whole(for conn: ClientConnection, _ policy: AccessPolicy) -> Int? {
+        if wholeKnown { return wholeSize }
+        wholeKnown = true
+        var total = 0
+        for i in events.indices {
+            if case .connect(let restoration, _) = events[i].detail, restoration != nil { return nil }
+            total += bytes(i, for: conn, policy).count
+        }
+        wholeSize = total
+        return total
+    }
 }
