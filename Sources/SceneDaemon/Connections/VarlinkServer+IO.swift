@@ -33,39 +33,37 @@ extension VarlinkServer {
             case .violation:
                 return conn.machine.on(.protocolViolation(now: now()))
             case .call(let call):
-                conn.callIsPatient = false
-                handleCall?(call, conn)
-                callsHandled &+= 1
-                // Interactive: a client that waits for its replies — a few calls in flight at its
-                // recent calls, not only at this one, little queued behind them. A flooder or a
-                // deep pipeliner always has much more.
-                conn.recentInFlight = Self.recentInFlight(previous: conn.recentInFlight, now: conn.machine.owedReplies)
-                conn.interactive = !call.oneway && !conn.callIsPatient && conn.recentInFlight <= Self.interactiveWindow
-                    && conn.wire.bufferedInputCount <= Self.interactiveBacklog
-                if conn.interactive { noteInteractiveCall(conn, at: now()) }
-                if !conn.inBatch {
-                    conn.inBatch = true
-                    batchMembers.append(conn)
-                }
-                let next = conn.machine.on(.callHandled(opensStream: conn.stream != nil))
-                if next != .none { return next }
-                if conn.stream != nil { _ = conn.machine.on(.streamHasMore(conn.streamHasMore)) }
+                handle(call, on: conn)
             }
         }
         return .none
+    }
+
+    /// Runs one call, then tells the machine (which judges whether the client is interactive)
+    /// and the scheduler (which enrols it in the batch and weighs the contention).
+    private func handle(_ call: VarlinkCall, on conn: ClientConnection) {
+        conn.machine.callBegins()
+        handleCall?(call, conn)
+        callsHandled &+= 1
+        // A handler may end its own connection; then its slot is no longer its.
+        guard !conn.isClosed else { return }
+        let t = now()
+        let previous = conn.machine.lastInteractiveAt
+        conn.machine.callHandled(opensStream: conn.stream != nil, oneway: call.oneway,
+                                 queuedBytes: conn.wire.bufferedInputCount, now: t)
+        scheduler.callHandled(conn.slot, interactive: conn.machine.interactive, previous: previous, at: t)
+        if conn.stream != nil { conn.machine.streamHasMore(conn.streamHasMore) }
     }
 
     /// A call that waited (its app's process was starting) runs now, as if it had just been
     /// read; then the connection takes its next calls again.
     func resumeParked(_ conn: ClientConnection, _ call: VarlinkCall) {
         conn.stream = nil
-        conn.callIsPatient = false
+        conn.machine.callBegins()
         handleCall?(call, conn)
         callsHandled &+= 1
-        if !conn.inBatch {
-            conn.inBatch = true
-            batchMembers.append(conn)
-        }
+        guard !conn.isClosed else { return }
+        scheduler.enrol(conn.slot)
         if conn.stream != nil {
             // It waits again (its app's process went away before the call ran).
             return
@@ -75,7 +73,7 @@ extension VarlinkServer {
 
     /// Writes until the socket is full or the output is empty.
     func write(_ conn: ClientConnection) -> ConnectionMachine.Action {
-        guard conn.machine.outputBytes > 0, conn.machine.phase != .peerGone else { return .none }
+        guard conn.machine.outputBytes > 0 else { return .none }
         while conn.wire.hasPendingOutput {
             let n = conn.wire.withPendingOutput { buffer in
                 Glibc.send(conn.fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
@@ -140,14 +138,12 @@ extension VarlinkServer {
     /// Idle and linger deadlines of the connections that need the clock.
     func tickClocks() {
         let t = now()
-        let list = timed
-        timed.removeAll(keepingCapacity: true)
-        for conn in list {
-            conn.onClock = false
-            guard !conn.isClosed else { continue }
+        scheduler.takeTimed(into: &ticking)
+        for slot in ticking {
+            guard let conn = bySlot[slot] else { continue }
             step(conn, .tick(now: t))
         }
-        if !timed.isEmpty { armClock() }
+        if scheduler.hasTimed { armClock() }
     }
 
     /// All clients together over MaxBufferedOutput or MaxBufferedInput: the one holding the

@@ -14,12 +14,10 @@ extension VarlinkServer {
 
     /// Writes what each connection with new output has.
     func flush() {
-        while !dirty.isEmpty {
-            let list = dirty
-            dirty.removeAll(keepingCapacity: true)
-            for conn in list {
-                conn.isDirty = false
-                guard !conn.isClosed else { continue }
+        while scheduler.hasDirty {
+            scheduler.takeDirty(into: &flushing)
+            for slot in flushing {
+                guard let conn = bySlot[slot] else { continue }
                 run(conn, write(conn))
                 afterStep(conn)
             }
@@ -49,8 +47,8 @@ extension VarlinkServer {
     /// behind by another amount (which may take it over MaxOutputPerConnection).
     func streamChanged(_ conn: ClientConnection) {
         guard !conn.isClosed, conn.stream != nil else { return }
-        _ = conn.machine.on(.streamBehind(bytes: conn.streamBehindBytes))
-        step(conn, .streamHasMore(conn.streamHasMore))
+        noteStream(conn)
+        afterStep(conn)
     }
 
     /// A monitor that is behind the live events is owed `bytes` more of them: only an addition,
@@ -58,7 +56,7 @@ extension VarlinkServer {
     func streamFellBehind(_ conn: ClientConnection, by bytes: Int) {
         guard !conn.isClosed, conn.stream != nil else { return }
         conn.behindBytes += bytes
-        _ = conn.machine.on(.streamBehind(bytes: conn.behindBytes))
+        conn.machine.streamBehind(bytes: conn.behindBytes)
         if conn.machine.exceedsOutputLimit { afterStep(conn) }
     }
 

@@ -41,42 +41,22 @@ final class VarlinkServer {
     private var lastAcceptAt: UInt64 = 0
     static let acceptStarvation: UInt64 = 5_000
 
-    /// Served in the next pass, in order.
-    private var ready: [ClientConnection] = []
-    private var servedThisPass: [ClientConnection] = []
-    /// Connections that handled calls in the batch being gathered, and how many did in the last.
-    var batchMembers: [ClientConnection] = []
-    var lastBatchMembers = 0
-    /// When a client with few calls in flight last made one: such a client waits for each
-    /// reply, so between its calls it is not in any batch, yet still competes.
-    var lastInteractiveCall: (time: UInt64, connection: Int)?
-    /// An interactive client's call is in the batch being gathered.
-    var interactiveInBatch = false
-    var interactiveRecently: Bool { lastInteractiveCall.map { now() &- $0.time < interactiveMemory } ?? false }
-    /// How long the last interactive client counts as competing after its call (µs).
-    var interactiveMemory: UInt64 = VarlinkServer.shortestInteractiveMemory
-    /// Calls in flight, and bytes queued behind them, up to which a client is interactive.
-    static let interactiveWindow = 16
-    static let interactiveBacklog = 4 << 10
-    /// How long an interactive client counts as competing after its last call (µs): a few of
-    /// its own gaps between calls, so that it still counts when it is starved (a client whose
-    /// round trip grew past a fixed memory would stop counting, the bulk clients would be served
-    /// uncontended, and its round trip would grow further), bounded by far less than a human's
-    /// pause.
-    static let shortestInteractiveMemory: UInt64 = 50_000
-    static let longestInteractiveMemory: UInt64 = 1_000_000
-    static let interactiveGapsRemembered: UInt64 = 4
+    /// Which connections get a turn, hear of new budgets, flush or tick (by slot).
+    var scheduler = PassScheduler()
+    /// The connections by their scheduler slot.
+    private(set) var bySlot: [ClientConnection?] = []
+    /// Lists taken from the scheduler, their buffers kept between passes.
+    private var turns: [Int] = []
+    private var released: [Int] = []
+    var flushing: [Int] = []
+    var ticking: [Int] = []
 
     /// Inside `enforceGlobalLimits` (which steps connections, and so comes back here).
     private var enforcing = false
-    /// With output to write at the next flush.
-    var dirty: [ClientConnection] = []
     /// Replies held until their batch commits (with the journal entries of the same batches).
     let outbox: Outbox
     /// The connections with a fan-out Monitor stream, which each publish walks.
     let monitors = MonitorRegistry()
-    /// Needing clock ticks (part of a message held, or ending).
-    var timed: [ClientConnection] = []
 
     /// Bytes written for clients and not yet taken by them (replies still held for a commit
     /// wait on us, not on the client, and are bounded by each connection's high-water mark),
@@ -137,7 +117,7 @@ final class VarlinkServer {
 
     var connectionCount: Int { connections.count }
     /// Something is left for another pass.
-    var hasWork: Bool { !ready.isEmpty || !dirty.isEmpty }
+    var hasWork: Bool { scheduler.hasWork }
 
     func now() -> UInt64 { loop.nowMonotonic }
 
@@ -185,8 +165,8 @@ final class VarlinkServer {
         let machine = ConnectionMachine(budget: budget, now: now(), refusedFor: refusal)
         var wireLimits = VarlinkConnection.Limits()
         wireLimits.maxMessageBytes = limits.maxMessageSize
-        let conn = ClientConnection(number: nextNumber, fd: fd, peer: peer, limits: wireLimits, machine: machine,
-                                    outbox: outbox, monitors: monitors)
+        let conn = ClientConnection(number: nextNumber, slot: scheduler.admit(), fd: fd, peer: peer, limits: wireLimits,
+                                    machine: machine, outbox: outbox, monitors: monitors)
         conn.lastWriteProgress = now()
         nextNumber += 1
         do {
@@ -194,13 +174,14 @@ final class VarlinkServer {
         } catch {
             warn("cannot watch a client socket: \(error)")
             Glibc.close(fd)
+            scheduler.remove(conn.slot)
             return
         }
         conn.appliedInterest = conn.machine.interest
         connections[conn.number] = conn
+        if conn.slot == bySlot.count { bySlot.append(conn) } else { bySlot[conn.slot] = conn }
         if let refusal, let error {
             refusing += 1
-            conn.refused = true
             conn.wire.enqueue(error)
             reportLimit(refusal, peer: peer, "refused a client")
             step(conn, .outputAdded(bytes: error.count))
@@ -238,11 +219,11 @@ final class VarlinkServer {
         // follow one another for longer than this accept a few themselves. (A higher priority
         // for the listener would let a storm of connections starve the clients already served.)
         if !acceptPaused, now() &- lastAcceptAt >= Self.acceptStarvation { acceptPending(limit: 8) }
-        let served = servedThisPass
-        servedThisPass.removeAll(keepingCapacity: true)
-        for conn in served {
-            conn.servedThisPass = false
-            if !conn.isClosed { step(conn, .passBegan) }
+        scheduler.beginPass(releasing: &released)
+        for slot in released {
+            guard let conn = bySlot[slot] else { continue }
+            conn.machine.passBegan()
+            afterStep(conn)
         }
         poller.wait { token, events in
             guard let conn = connections[Int(truncatingIfNeeded: token)] else { return }
@@ -266,42 +247,24 @@ final class VarlinkServer {
 
     /// Gives each connection that was ready at the start of the pass one turn.
     func serve() {
-        guard !ready.isEmpty else { return }
-        // Interactive clients first: their call reserves the batch before bulk clients fill it.
-        var turn = ready
-        ready.removeAll(keepingCapacity: true)
-        if turn.count > 1, turn.contains(where: { $0.interactive }) {
-            turn = turn.filter { $0.interactive } + turn.filter { !$0.interactive }
-        }
-        // Contended: more than one client in this batch or the last one. A client waiting for
-        // its reply is not in the batch being gathered, but still competes.
-        // While an interactive client is about, the others get small passes and batches, so that
-        // its replies never wait behind much of theirs.
-        let interactive = interactiveRecently ? lastInteractiveCall?.connection : nil
-        for conn in turn {
-            conn.queued = false
-            guard !conn.isClosed else { continue }
-            conn.machine.contended = interactive != nil && interactive != conn.number && !conn.interactive
-            conn.machine.batchReserved = interactiveInBatch
-            if conn.machine.contended && interactiveInBatch && !conn.inBatch {
-                // Held back from this batch: it must hear when the next one begins.
-                conn.inBatch = true
-                batchMembers.append(conn)
-            }
-            if !conn.servedThisPass {
-                conn.servedThisPass = true
-                servedThisPass.append(conn)
-            }
-            run(conn, conn.machine.serviceAction())
+        guard scheduler.hasReady else { return }
+        let competing = scheduler.takeTurns(into: &turns, now: now())
+        for slot in turns {
+            guard let conn = bySlot[slot] else { continue }
+            let (contended, reserved) = scheduler.beginTurn(slot, competing: competing)
+            run(conn, conn.machine.on(.turnBegan(contended: contended, reserved: reserved)))
             if !conn.isClosed, conn.machine.mayProduce {
                 produceStream?(conn)
-                if !conn.isClosed, conn.stream != nil {
-                    _ = conn.machine.on(.streamBehind(bytes: conn.streamBehindBytes))
-                    _ = conn.machine.on(.streamHasMore(conn.streamHasMore))
-                }
+                if !conn.isClosed, conn.stream != nil { noteStream(conn) }
             }
             afterStep(conn)
         }
+    }
+
+    /// Tells the machine where the connection's stream stands (neither report ever acts).
+    func noteStream(_ conn: ClientConnection) {
+        conn.machine.streamBehind(bytes: conn.streamBehindBytes)
+        conn.machine.streamHasMore(conn.streamHasMore)
     }
 
     // MARK: - Stepping machines
@@ -368,39 +331,14 @@ final class VarlinkServer {
             }
             conn.appliedInterest = interest
         }
-        if m.needsService && !conn.queued {
-            conn.queued = true
-            ready.append(conn)
-            requestPass?()
-        }
-        // Out of budget outside its own turn (a parked launch settled, a stream ended): a
-        // connection that was not served this pass, or not in this batch, would hear of no new
-        // budget. Found as a Launch flood where one client's next calls never ran. A next pass
-        // is asked for only when this pass's budget is what it waits for: waiting for the next
-        // batch, passes meanwhile would spin; the batch's start wakes it (`batchBegan`).
-        if m.waitsForBudget {
-            if !conn.servedThisPass {
-                conn.servedThisPass = true
-                servedThisPass.append(conn)
-                if m.passBudgetSpent { requestPass?() }
-            }
-            if !conn.inBatch {
-                conn.inBatch = true
-                batchMembers.append(conn)
-            }
-        }
-        if m.needsClock && !conn.onClock {
-            conn.onClock = true
-            timed.append(conn)
-            armClock()
-        }
+        let follow = scheduler.afterStep(conn.slot, needsService: m.needsService, waitsForBudget: m.waitsForBudget,
+                                         passBudgetSpent: m.passBudgetSpent, needsClock: m.needsClock)
+        if follow.contains(.requestPass) { requestPass?() }
+        if follow.contains(.armClock) { armClock() }
     }
 
     private func markDirty(_ conn: ClientConnection) {
-        guard !conn.isDirty else { return }
-        conn.isDirty = true
-        dirty.append(conn)
-        requestPass?()
+        if scheduler.markDirty(conn.slot) { requestPass?() }
     }
 
     static func events(_ interest: ConnectionMachine.Interest) -> IOEvents {
@@ -410,12 +348,39 @@ final class VarlinkServer {
         return events
     }
 
+    // MARK: - Batches and contention
+
+    /// A new batch began gathering: the members the scheduler releases hear of a fresh budget.
+    func batchBegan() {
+        scheduler.batchBegan(now: now(), releasing: &released)
+        releaseMembers()
+    }
+
+    /// No interactive call for a while: the held bulk clients go on.
+    func contentionEnded() {
+        scheduler.contentionEnded(now: now(), releasing: &released)
+        releaseMembers()
+    }
+
+    private func releaseMembers() {
+        for slot in released {
+            guard let conn = bySlot[slot] else { continue }
+            conn.machine.batchBegan()
+            afterStep(conn)
+        }
+        if let deadline = scheduler.contentionDeadline { _ = contentionTimer?.reschedule(at: deadline) }
+    }
+
     // MARK: - Closing
 
+    /// Closes the socket; a machine not yet closed (the server shuts down) is closed first.
     func close(_ conn: ClientConnection) {
-        if !conn.machine.isClosed { _ = conn.machine.on(.socketError) }
+        // The machine's own `.close` comes back here.
+        if !conn.machine.isClosed { return run(conn, conn.machine.on(.socketError)) }
         guard connections[conn.number] != nil else { return }
         connections[conn.number] = nil
+        bySlot[conn.slot] = nil
+        scheduler.remove(conn.slot)
         poller.remove(conn.fd)
         Glibc.close(conn.fd)
         unsentTotal -= conn.accountedUnsent
@@ -424,7 +389,7 @@ final class VarlinkServer {
         conn.accountedPartial = 0
         conn.stream = nil
         conn.dropHeld()
-        if conn.refused {
+        if conn.machine.refused {
             refusing -= 1
         } else if let n = perUser[conn.peer.uid] {
             perUser[conn.peer.uid] = n > 1 ? n - 1 : nil
