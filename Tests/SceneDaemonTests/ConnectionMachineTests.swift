@@ -55,13 +55,16 @@ struct ConnectionMachineTests {
         .limitExceeded("MaxOutputPerConnection", cutOutput: true, now: t0 + 1),
         .limitExceeded("IdleTimeoutSec", cutOutput: false, now: t0 + 1),
         .passBegan, .batchBegan,
+        .turnBegan(contended: false, reserved: false), .turnBegan(contended: true, reserved: false),
+        .turnBegan(contended: true, reserved: true),
         .tick(now: t0 + 1), .tick(now: t0 + 60_000_000),
     ]
 
     @Test("every (state, event) pair keeps the machine's invariants")
     func everyPair() {
         for (name, make) in Self.states {
-            for event in Self.events {
+            // Pairs the server cannot produce trap (see `impossiblePairs`).
+            for event in Self.events where make().permits(event) {
                 var m = make()
                 let before = m.phase
                 let outputBefore = m.outputBytes
@@ -107,6 +110,48 @@ struct ConnectionMachineTests {
             }
         }
     }
+
+    /// Restated from the type's doc comment: a read's result where nothing is read, a call's
+    /// result where no call is taken, a write's result or new output for a gone peer.
+    static func impossible(_ state: String, _ phase: M.Phase, _ event: M.Event) -> Bool {
+        let refused = state.hasPrefix("refused")
+        switch (phase, event) {
+        case (.inputClosed, .received), (.inputClosed, .readWouldBlock), (.inputClosed, .endOfInput): return true
+        case (.ending, .received), (.ending, .readWouldBlock), (.ending, .endOfInput): return !refused
+        case (.ending, .inputExhausted), (.ending, .protocolViolation): return true
+        case (.peerGone, .wrote), (.peerGone, .writeWouldBlock), (.peerGone, .outputAdded): return true
+        default: return false
+        }
+    }
+
+    @Test("the impossible (phase, event) pairs are exactly those the type documents")
+    func impossiblePairs() {
+        var count = 0
+        for (name, make) in Self.states {
+            for event in Self.events {
+                let m = make()
+                #expect(m.permits(event) == !Self.impossible(name, m.phase, event), "\(name) + \(event)")
+                if !m.permits(event) { count += 1 }
+            }
+        }
+        #expect(count > 0)
+    }
+
+    #if DEBUG
+    @Test("an impossible pair traps in a debug build: a read's result after the input closed")
+    func impossiblePairTraps() async {
+        var closing = M(now: 1)
+        _ = closing.on(.replyHeld(bytes: 10))
+        _ = closing.on(.endOfInput)
+        #expect(closing.phase == .inputClosed && !closing.permits(.received(partialBytes: 0, hasCall: true, more: false, now: 2)))
+        await #expect(processExitsWith: .failure) {
+            var m = ConnectionMachine(now: 1)
+            _ = m.on(.replyHeld(bytes: 10))
+            _ = m.on(.endOfInput)
+            _ = m.on(.received(partialBytes: 0, hasCall: true, more: false, now: 2))
+        }
+    }
+    #endif
 
     @Test("epoll is asked for room to write only after the socket refused output, until it has room")
     func writeInterestFollowsRefusal() {
@@ -197,7 +242,7 @@ struct ConnectionMachineTests {
         #expect(m.on(.hangUp) == .none)
         #expect(m.phase == .peerGone && m.heldReplies == 0 && m.interest == .none)
         // Its turn: the rest of the input is read (a oneway call sent before the close counts).
-        #expect(m.needsService && m.serviceAction() == .read)
+        #expect(m.needsService && m.on(.turnBegan(contended: false, reserved: false)) == .read)
         #expect(m.on(.endOfInput) == .close)
     }
 
@@ -209,7 +254,7 @@ struct ConnectionMachineTests {
         #expect(m.on(.hangUp) == .none)
         #expect(m.on(.repliesReleased(count: 1, heldBytes: 40, outputBytes: 40)) == .none)
         #expect(m.outputBytes == 0 && m.interest == .none)
-        #expect(m.serviceAction() == .read)
+        #expect(m.on(.turnBegan(contended: false, reserved: false)) == .read)
         #expect(m.on(.readWouldBlock) == .close)
     }
 
@@ -220,7 +265,7 @@ struct ConnectionMachineTests {
         #expect(m.on(.repliesReleased(count: 1, heldBytes: 40, outputBytes: 40)) == .write)
         #expect(m.on(.hangUp) == .none)
         #expect(m.on(.writable) == .none)
-        #expect(m.serviceAction() == .read)
+        #expect(m.on(.turnBegan(contended: false, reserved: false)) == .read)
         #expect(m.on(.endOfInput) == .close)
 
         var n = M(now: Self.t0)
@@ -263,7 +308,7 @@ struct ConnectionMachineTests {
         }
         _ = m.on(.passBegan)
         #expect(!m.mayHandleCalls && !m.needsService, "the batch's cap, alone: a flooder cannot grow a batch without end")
-        m.contended = true
+        _ = m.on(.turnBegan(contended: true, reserved: false))
         _ = m.on(.batchBegan)
         for _ in 0..<budget.callsPerPass { _ = m.on(.callHandled(opensStream: false)) }
         #expect(!m.mayHandleCalls, "the small pass budget while contended")
@@ -289,11 +334,10 @@ struct ConnectionMachineTests {
         var m = M(now: Self.t0)
         _ = m.on(.received(partialBytes: 0, hasCall: true, more: false, now: Self.t0))
         #expect(!m.waitsForBudget && m.mayHandleCalls)
-        m.contended = true
-        m.batchReserved = true
+        _ = m.on(.turnBegan(contended: true, reserved: true))
         #expect(!m.mayHandleCalls && !m.needsService && m.waitsForBudget && !m.passBudgetSpent,
                 "held out of a batch an interactive call reserved")
-        m.batchReserved = false
+        _ = m.on(.turnBegan(contended: true, reserved: false))
         for _ in 0..<budget.callsPerPass { _ = m.on(.callHandled(opensStream: false)) }
         #expect(m.waitsForBudget && m.passBudgetSpent)
         _ = m.on(.passBegan)

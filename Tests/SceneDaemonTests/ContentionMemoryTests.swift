@@ -5,23 +5,23 @@ import Testing
 /// by CPU contention (its round trip grown to hundreds of ms) still holds bulk clients to rounds.
 @Suite struct ContentionMemoryTests {
     @Test func firstCallGetsTheShortestMemory() {
-        #expect(VarlinkServer.interactiveMemory(afterGap: nil) == VarlinkServer.shortestInteractiveMemory)
+        #expect(PassScheduler.interactiveMemory(afterGap: nil) == PassScheduler.shortestInteractiveMemory)
     }
 
     @Test func fastClientsGetTheFloor() {
-        #expect(VarlinkServer.interactiveMemory(afterGap: 30) == 50_000)
-        #expect(VarlinkServer.interactiveMemory(afterGap: 12_000) == 50_000)
+        #expect(PassScheduler.interactiveMemory(afterGap: 30) == 50_000)
+        #expect(PassScheduler.interactiveMemory(afterGap: 12_000) == 50_000)
     }
 
     @Test func starvedClientsAreRememberedForFourGaps() {
-        #expect(VarlinkServer.interactiveMemory(afterGap: 20_000) == 80_000)
-        #expect(VarlinkServer.interactiveMemory(afterGap: 200_000) == 800_000)
+        #expect(PassScheduler.interactiveMemory(afterGap: 20_000) == 80_000)
+        #expect(PassScheduler.interactiveMemory(afterGap: 200_000) == 800_000)
     }
 
     @Test func aHumanPauseIsCappedWithoutOverflow() {
-        #expect(VarlinkServer.interactiveMemory(afterGap: 250_000) == 1_000_000)
-        #expect(VarlinkServer.interactiveMemory(afterGap: 60_000_000) == 1_000_000)
-        #expect(VarlinkServer.interactiveMemory(afterGap: UInt64.max) == 1_000_000)
+        #expect(PassScheduler.interactiveMemory(afterGap: 250_000) == 1_000_000)
+        #expect(PassScheduler.interactiveMemory(afterGap: 60_000_000) == 1_000_000)
+        #expect(PassScheduler.interactiveMemory(afterGap: UInt64.max) == 1_000_000)
     }
 
     /// A client keeping 64 calls in flight has few owed just after a batch of its replies went
@@ -34,8 +34,8 @@ import Testing
                 // All its replies out at once: it refills, and the daemon sees 1, 2, … owed.
                 // 8 at a time: 57 to 64 owed.
                 let owed = repliesAtOnce == 64 ? call + 1 : 57 + call % 8
-                peak = VarlinkServer.recentInFlight(previous: peak, now: window == 0 ? call + 1 : owed)
-                if window > 0 && peak <= VarlinkServer.interactiveWindow { interactiveCalls += 1 }
+                peak = ConnectionMachine.recentInFlight(previous: peak, now: window == 0 ? call + 1 : owed)
+                if window > 0 && peak <= ConnectionMachine.interactiveWindow { interactiveCalls += 1 }
             }
         }
         #expect(interactiveCalls == 0)
@@ -44,19 +44,19 @@ import Testing
     @Test func aClientThatWaitsIsInteractiveAgainSoon() {
         var peak = 64
         var calls = 0
-        while peak > VarlinkServer.interactiveWindow {
-            peak = VarlinkServer.recentInFlight(previous: peak, now: 1)
+        while peak > ConnectionMachine.interactiveWindow {
+            peak = ConnectionMachine.recentInFlight(previous: peak, now: 1)
             calls += 1
         }
         #expect(calls <= 32)
         // One call in flight at a time: its peak is its one call, at once.
-        #expect(VarlinkServer.recentInFlight(previous: 1, now: 1) == 1)
-        #expect(VarlinkServer.recentInFlight(previous: 0, now: 1) == 1)
+        #expect(ConnectionMachine.recentInFlight(previous: 1, now: 1) == 1)
+        #expect(ConnectionMachine.recentInFlight(previous: 0, now: 1) == 1)
         // 16 in flight (the windowed well-behaved client) stays interactive.
         var windowed = 0
-        for owed in Array(1...16) + Array(1...16) { windowed = VarlinkServer.recentInFlight(previous: windowed, now: owed) }
-        #expect(windowed <= VarlinkServer.interactiveWindow)
+        for owed in Array(1...16) + Array(1...16) { windowed = ConnectionMachine.recentInFlight(previous: windowed, now: owed) }
+        #expect(windowed <= ConnectionMachine.interactiveWindow)
         // It decays to nothing, never below.
-        #expect(VarlinkServer.recentInFlight(previous: 1, now: 0) == 0)
+        #expect(ConnectionMachine.recentInFlight(previous: 1, now: 0) == 0)
     }
 }

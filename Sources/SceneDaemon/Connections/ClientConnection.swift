@@ -8,9 +8,12 @@ import Varlink
 /// replies keep their order.
 ///
 /// Only the server changes it, always through `machine` for anything that decides what
-/// happens next; the rest is storage.
+/// happens next; which of the server's lists it is on is the `PassScheduler`'s. The rest is
+/// storage.
 final class ClientConnection {
     let number: Int
+    /// Its place in the server's `PassScheduler`.
+    let slot: Int
     let fd: Int32
     let peer: PeerCredentials
     var wire: VarlinkConnection
@@ -37,24 +40,13 @@ final class ClientConnection {
     }
     private(set) var isFanOutMonitor = false
 
-    // Server bookkeeping (which lists the connection is on), not state of the connection.
-    var queued = false
-    var servedThisPass = false
-    var inBatch = false
-    var isDirty = false
-    var onClock = false
-    /// Its last call looked like an interactive client's (few in flight, little queued).
-    var interactive = false
-    /// Set by the handler of the call just made when that call is an answer with a deadline of
-    /// seconds (an app's Acknowledge): it needs no millisecond reply, so it does not make the
-    /// bulk clients wait in rounds the way an interactive call does.
-    var callIsPatient = false
-    /// The most calls it had in flight at its recent calls (`VarlinkServer.recentInFlight`).
-    var recentInFlight = 0
-    /// When this client last made an interactive call (µs, monotonic).
-    var lastInteractiveAt: UInt64?
-    /// Accepted only to be told it is over a connection limit.
-    var refused = false
+    /// Set by the handler of the call being made when that call is an answer with a deadline
+    /// of seconds (an app's Acknowledge); the machine keeps it, for judging whether the client
+    /// is interactive.
+    var callIsPatient: Bool {
+        get { machine.callIsPatient }
+        set { if newValue { machine.markCallPatient() } else { machine.callBegins() } }
+    }
     /// The machine's unsent and partial bytes as last counted in the server's totals.
     var accountedUnsent = 0
     var accountedPartial = 0
@@ -69,9 +61,10 @@ final class ClientConnection {
     /// The interest last given to epoll.
     var appliedInterest = ConnectionMachine.Interest(read: false, write: false, registered: false)
 
-    init(number: Int, fd: Int32, peer: PeerCredentials, limits: VarlinkConnection.Limits, machine: ConnectionMachine,
-         outbox: Outbox, monitors: MonitorRegistry) {
+    init(number: Int, slot: Int, fd: Int32, peer: PeerCredentials, limits: VarlinkConnection.Limits,
+         machine: ConnectionMachine, outbox: Outbox, monitors: MonitorRegistry) {
         self.number = number
+        self.slot = slot
         self.outbox = outbox
         self.monitors = monitors
         self.fd = fd
@@ -90,9 +83,9 @@ final class ClientConnection {
     @discardableResult
     func hold(batch: UInt64, expected: Int = 0, _ build: (inout JSONWriter) -> Void) -> Int {
         // Nobody would read it.
-        if machine.phase == .peerGone || machine.isClosed { return 0 }
+        if machine.isPeerGone || machine.isClosed { return 0 }
         let size = outbox.holdReply(connection: number, batch: batch, expected: expected, build)
-        _ = machine.on(.replyHeld(bytes: size))
+        machine.replyHeld(bytes: size)
         return size
     }
 

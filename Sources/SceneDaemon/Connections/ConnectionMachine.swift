@@ -1,26 +1,42 @@
 /// The life of one client connection, without I/O, in the manner of swift-nio's channel life
 /// cycle and postgres-nio's connection state machine: the server tells it what happened (an
 /// `Event`), carries out the `Action` it answers, and derives everything else — the epoll
-/// interest, whether the connection wants a turn in this pass, whether it is finished — from
-/// its state. No flag about a connection lives outside it.
+/// interest, whether the connection wants a turn, whether it is finished — from its state.
+/// Every flag about a connection that decides anything lives here, in the phase it belongs to.
 ///
-/// Why it exists: the first release kept independent flags (closing, paused, waiting, …) and
-/// one combination — a peer that hung up while its reply waited for a commit — was ready on
-/// every loop pass and never finished, which wedged the daemon for everyone.
-struct ConnectionMachine: Sendable {
+/// Why it exists: independent flags let one combination — a peer that hung up while its reply
+/// waited for a commit — be ready on every loop pass and never finish, which wedged the daemon
+/// for everyone. Phases that carry their data make such combinations unrepresentable.
+///
+/// Impossible (phase, event) pairs — the server never produces them, so one means its
+/// bookkeeping is wrong. They trap in debug builds and are ignored (state unchanged, `.none`)
+/// in release builds:
+/// - a read's result (`received`, `readWouldBlock`, `endOfInput`) in `inputClosed`, or in
+///   `ending` other than a refusal: only `serving`, `peerGone` and a refused client are read;
+/// - a call's result (`inputExhausted`, `protocolViolation`) in `ending`: no call is taken;
+/// - a write's result (`wrote`, `writeWouldBlock`) or new output (`outputAdded`) in
+///   `peerGone`: nothing is written to a gone peer.
+/// `closed` takes every event and does nothing: a handler may end its own connection while
+/// the server is still reporting on the call that it handled.
+struct ConnectionMachine: Equatable, Sendable {
+    /// The phase's name, without its data.
     enum Phase: Equatable, Sendable {
+        case serving, inputClosed, peerGone, ending(EndReason), closed
+    }
+
+    enum State: Equatable, Sendable {
         /// Calls are read and handled.
-        case serving
+        case serving(Serving)
         /// The peer shut down its sending side (EOF) but may still read: the calls received
         /// are answered, then the connection closes.
-        case inputClosed
+        case inputClosed(Serving)
         /// The peer closed or reset the connection: nothing can be written any more. Calls
         /// already received are still carried out (a oneway call followed by close must take
         /// effect); their replies are dropped.
-        case peerGone
+        case peerGone(Input)
         /// We end the connection: no more calls are taken; what is owed is written (an error
         /// saying why comes last), then it closes, at the latest at `lingerUntil`.
-        case ending(EndReason)
+        case ending(Ending)
         case closed
     }
 
@@ -34,6 +50,79 @@ struct ConnectionMachine: Sendable {
         case refused(String)
     }
 
+    /// The input side and the call budgets: what a phase that still takes calls has.
+    struct Input: Equatable, Sendable {
+        /// A complete message waits in the input.
+        var hasCall = false
+        /// Bytes of an unfinished message in the input.
+        var partialBytes = 0
+        /// epoll said readable and we have not yet seen EAGAIN or a short read.
+        var maybeReadable = false
+        /// When the last byte arrived (for the idle timeout of an unfinished message).
+        var lastInputAt: UInt64
+        var callsThisPass = 0
+        var callsThisBatch = 0
+        /// An interactive client competes with this one (its last turn said so): the small
+        /// budgets apply. Among bulk clients alone, big passes and batches give the throughput
+        /// group commit exists for.
+        var contended = false
+        /// An interactive client's call is in the batch being gathered: while contended, this
+        /// connection adds nothing more to it, so that its commit is as short as it can be.
+        var batchReserved = false
+        /// Its last call looked like an interactive client's (few in flight, little queued).
+        var interactive = false
+        /// The handler of the call being made said it is an answer with a deadline of seconds
+        /// (an app's Acknowledge): it needs no millisecond reply, so it is not interactive.
+        var callIsPatient = false
+        /// The most calls it had in flight at its recent calls (`recentInFlight`).
+        var recentInFlight = 0
+        /// When it last made an interactive call (µs, monotonic).
+        var lastInteractiveAt: UInt64?
+    }
+
+    /// What is owed to the client: replies held for their batch's commit, and framed output.
+    struct Output: Equatable, Sendable {
+        var heldReplies = 0
+        var heldBytes = 0
+        /// Framed bytes not yet written.
+        var bytes = 0
+        /// Replies in the output (counted as owed until written; approximated as released count).
+        var replies = 0
+        /// The socket refused output (EAGAIN): only then is epoll asked for room to write.
+        /// Output it has not refused is written in the pass that made it (`.write`), so asking
+        /// epoll each time would cost two epoll_ctl calls per reply, on and off again.
+        var writeBlocked = false
+    }
+
+    /// An open `more` call: until it ends, later calls wait in the input.
+    struct Stream: Equatable, Sendable {
+        var open = false
+        /// The stream has more to produce now (not merely waiting for events).
+        var hasMore = false
+        /// Stream output owed but not queued: the committed events a monitor fell behind by
+        /// while its output was at the high-water mark. Never held in memory (the stream
+        /// produces them from the event log as the client reads), but counted against
+        /// `maxOutputBytes` as if queued, so a client that does not read is still cut off.
+        var deferredBytes = 0
+    }
+
+    struct Serving: Equatable, Sendable {
+        var input: Input
+        var output = Output()
+        var stream = Stream()
+    }
+
+    struct Ending: Equatable, Sendable {
+        var reason: EndReason
+        var lingerUntil: UInt64
+        var output = Output()
+        /// Only a refused client is read (for its first call, which the error answers).
+        var maybeReadable = false
+        var partialBytes = 0
+        /// A refused client sent its first call or EOF: once the error is written, close.
+        var refusalAnswered = false
+    }
+
     /// The epoll interest the state calls for. `registered == false`: take the fd out of epoll
     /// altogether (a hung-up socket reports EPOLLHUP whatever the interest, for ever).
     struct Interest: Equatable, Sendable {
@@ -45,26 +134,22 @@ struct ConnectionMachine: Sendable {
 
     struct Budget: Equatable, Sendable {
         /// Calls one connection may have handled in one loop pass while it competes with an
-        /// interactive client (see `contended`), and otherwise. Two, not eight: on two cores the
-        /// interactive client's round trip (200 µs alone) also waits for the bulk client's own
-        /// process; with eight per batch it kept 34–40 % of its rate beside a 1,024-deep
-        /// pipeline, with two 60 % (scened-bench fairness), the pipeline still served.
+        /// interactive client, and otherwise. Small while contended: on two cores the
+        /// interactive client's round trip also waits for the bulk client's own process.
         var callsPerPass = 2
         var callsPerPassAlone = 1024
         /// Calls one connection may add to one batch while it competes with an interactive
         /// client, so that a flooder cannot make that client's commit wait behind its own.
         var callsPerBatch = 2
-        /// And otherwise. Without a cap, a flooder that has the daemon to itself grows the batch
-        /// for as long as the commit before it takes, which then takes longer still: measured,
-        /// batches of a second's flood, and a client arriving beside it (not yet known to be
-        /// interactive) waited that second for its first reply. 2,048 calls commit in a few
-        /// milliseconds and are still a large group commit.
+        /// And otherwise: without a cap a flooder alone grows the batch for as long as the
+        /// commit before it takes, which then takes longer still, and a client arriving beside
+        /// it waits that long for its first reply. 2,048 calls are still a large group commit.
         var callsPerBatchAlone = 2048
         /// Replies (held + unsent) at which no more calls are taken: the client must read.
         var maxOwedReplies = 4096
         /// Owed bytes (held + unsent) at which no more calls are taken, and at which streams
         /// stop producing; below half of it both go on. A monitor's live events stop being
-        /// queued here too: it falls behind and reads them from the event log (`deferredBytes`).
+        /// queued here too: it falls behind and reads them from the event log.
         var owedBytesHighWater = 1 << 20
         /// Unread output, queued or deferred, at which the client is cut off as a slow reader
         /// (MaxOutputPerConnection).
@@ -75,289 +160,715 @@ struct ConnectionMachine: Sendable {
         var idleMicroseconds: UInt64 = 30_000_000
     }
 
+    /// Calls in flight, and bytes queued behind them, up to which a client is interactive.
+    static let interactiveWindow = 16
+    static let interactiveBacklog = 4 << 10
+
     let budget: Budget
-    private(set) var phase: Phase
-    /// A `more` call is open: until it ends, later calls wait in the input.
-    private(set) var streaming = false
-    /// The stream has more to produce now (not merely waiting for events).
-    private(set) var streamHasMore = false
-    private(set) var heldReplies = 0
-    private(set) var heldBytes = 0
-    /// Framed bytes not yet written.
-    private(set) var outputBytes = 0
-    /// The socket refused output (EAGAIN): only then is epoll asked for room to write. Output
-    /// it has not refused is written in the pass that made it (`.write`), so asking epoll
-    /// each time would cost two epoll_ctl calls per reply or event, on and off again (8 % of
-    /// the loop with 1,000 apps receiving their callbacks, measured).
-    private(set) var writeBlocked = false
-    /// Stream output owed but not queued: the committed events a monitor fell behind by while
-    /// its output was at the high-water mark, as encoded for it. Never held in memory: the
-    /// stream produces them from the event log as the client reads. Counted against
-    /// `maxOutputBytes` as if queued, so a client that does not read is cut off as before,
-    /// without its events being copied for it.
-    private(set) var deferredBytes = 0
-    /// Replies in the output (counted as owed until written; approximated as released count).
-    private(set) var outputReplies = 0
-    /// A complete message waits in the input.
-    private(set) var hasCall = false
-    /// Bytes of an unfinished message in the input.
-    private(set) var partialBytes = 0
-    /// epoll said readable and we have not yet seen EAGAIN or a short read.
-    private(set) var maybeReadable = false
-    private(set) var callsThisPass = 0
-    private(set) var callsThisBatch = 0
-    /// An interactive client (few calls in flight: it waits for each reply) was served beside
-    /// this one in this batch or the last: the small budgets apply. Among bulk clients alone,
-    /// big passes and big batches give the throughput group commit exists for.
-    var contended = false
-
-    /// An interactive client's call is in the batch being gathered: while contended, this
-    /// connection adds nothing more to that batch, so that its commit is as short as it can be.
-    var batchReserved = false
-
-    /// Replies owed (held or unsent): how many calls the client has in flight, about.
-    var owedReplies: Int { heldReplies + outputReplies }
-    /// When the last byte arrived (for the idle timeout of an unfinished message).
-    private(set) var lastInputAt: UInt64
-    private(set) var lingerUntil: UInt64 = .max
-    /// A refused client sent its first call or EOF: once the error is written, close.
-    private(set) var refusalAnswered = false
+    /// Accepted only to be told it is over a connection limit (it never serves).
+    let refused: Bool
+    private(set) var state: State
 
     init(budget: Budget = Budget(), now: UInt64, refusedFor limit: String? = nil) {
         self.budget = budget
-        lastInputAt = now
+        refused = limit != nil
         if let limit {
-            phase = .ending(.refused(limit))
-            lingerUntil = now &+ budget.lingerMicroseconds
+            state = .ending(Ending(reason: .refused(limit), lingerUntil: now &+ budget.lingerMicroseconds))
         } else {
-            phase = .serving
+            state = .serving(Serving(input: Input(lastInputAt: now)))
         }
-    }
-
-    /// What a turn of service should do first.
-    mutating func serviceAction() -> Action {
-        if phase == .closed { return .none }
-        if isFinished { return close() }
-        if hasCall && mayHandleCalls { return .handleCalls }
-        if mayRead && (maybeReadable || phase == .peerGone) { return .read }
-        return .none
     }
 
     // MARK: - Events
 
     mutating func on(_ event: Event) -> Action {
-        if phase == .closed { return .none }
+        if case .closed = state { return .none }
+        guard permits(event) else { return impossible(event) }
         switch event {
-        case .readable:
-            // Noted only: reading happens in the connection's turn of a pass.
-            maybeReadable = true
-            return .none
-
-        case .writable:
-            writeBlocked = false
-            return outputBytes > 0 && phase != .peerGone ? .write : .none
-
-        case .hangUp:
-            switch phase {
-            case .serving, .inputClosed:
-                // Owed output can no longer reach anyone; calls already received still run.
-                enterPeerGone()
-                maybeReadable = true
-                return .none
-            case .peerGone:
-                return isFinished ? close() : .none
-            case .ending, .closed:
-                return close()
-            }
-
-        case .socketError:
-            return close()
-
-        case .received(let partial, let call, let more, let now):
-            partialBytes = partial
-            hasCall = call
-            maybeReadable = more
-            lastInputAt = now
-            if case .ending(.refused) = phase {
-                // Its first call is the one the error answers; the rest is not read.
-                if call { refusalAnswered = true }
-                hasCall = false
-                return isFinished ? close() : .none
-            }
-            return hasCall && mayHandleCalls ? .handleCalls : .none
-
-        case .readWouldBlock:
-            maybeReadable = false
-            return isFinished ? close() : .none
-
-        case .endOfInput:
-            maybeReadable = false
-            switch phase {
-            case .serving:
-                phase = .inputClosed
-                // A half-finished message can never be completed now.
-                partialBytes = 0
-            case .ending(.refused):
-                refusalAnswered = true
-            case .inputClosed, .peerGone, .ending, .closed:
-                break
-            }
-            if isFinished { return close() }
-            return hasCall && mayHandleCalls ? .handleCalls : .none
-
-        case .callHandled(let opensStream):
-            callsThisPass += 1
-            callsThisBatch += 1
-            if opensStream && phase != .peerGone { streaming = true }
-            return .none
-
-        case .inputExhausted(let partial):
-            hasCall = false
-            partialBytes = phase == .serving ? partial : 0
-            return isFinished ? close() : .none
-
-        case .replyHeld(let bytes):
-            if phase == .peerGone { return .none }
-            heldReplies += 1
-            heldBytes += bytes
-            return .none
-
-        case .repliesReleased(let count, let held, let output):
-            if phase == .peerGone { return isFinished ? close() : .none }
-            // Clamped: the counts come from the server's bookkeeping, never trusted to match.
-            heldReplies = max(0, heldReplies - count)
-            heldBytes = max(0, heldBytes - held)
-            outputBytes += output
-            outputReplies += count
-            if outputBytes > 0 { return .write }
-            return isFinished ? close() : .none
-
-        case .outputAdded(let bytes):
-            if phase == .peerGone { return .none }
-            outputBytes += bytes
-            return bytes > 0 ? .write : .none
-
-        case .wrote(let bytes):
-            writeBlocked = false
-            outputBytes = max(0, outputBytes - bytes)
-            if outputBytes == 0 { outputReplies = 0 }
-            return isFinished ? close() : .none
-
-        case .writeWouldBlock:
-            writeBlocked = outputBytes > 0
-            return .none
-
-        case .streamEnded:
-            streaming = false
-            streamHasMore = false
-            deferredBytes = 0
-            if isFinished { return close() }
-            return hasCall && mayHandleCalls ? .handleCalls : .none
-
-        case .protocolViolation(let now):
-            switch phase {
-            case .serving, .inputClosed:
-                beginEnding(.protocolViolation, now: now)
-                return .sendViolation
-            case .peerGone:
-                // Nobody to tell: drop the rest of its input.
-                hasCall = false
-                maybeReadable = false
-                return isFinished ? close() : .none
-            case .ending, .closed:
-                return .none
-            }
-
-        case .limitExceeded(let limit, let cutOutput, let now):
-            switch phase {
-            case .serving, .inputClosed:
-                beginEnding(.limit(limit), now: now)
-                if cutOutput {
-                    heldReplies = 0
-                    heldBytes = 0
-                }
-                return .sendLimitError(limit, cutOutput: cutOutput)
-            case .peerGone, .ending, .closed:
-                return .none
-            }
-
-        case .streamHasMore(let more):
-            streamHasMore = streaming && more
-            return .none
-
-        case .streamBehind(let bytes):
-            // Only a stream that can still be written to is owed anything.
-            switch phase {
-            case .serving, .inputClosed: deferredBytes = streaming ? max(0, bytes) : 0
-            case .peerGone, .ending, .closed: deferredBytes = 0
-            }
-            return .none
-
-        case .passBegan:
-            callsThisPass = 0
-            return .none
-
-        case .batchBegan:
-            callsThisBatch = 0
-            return .none
-
-        case .tick(let now):
-            switch phase {
-            case .serving:
-                if partialBytes > 0, now >= lastInputAt, now - lastInputAt >= budget.idleMicroseconds {
-                    return on(.limitExceeded("IdleTimeoutSec", cutOutput: false, now: now))
-                }
-                return .none
-            case .ending:
-                return now >= lingerUntil ? close() : .none
-            case .inputClosed, .peerGone, .closed:
-                return .none
-            }
+        case .readable: readable()
+        case .writable: return writable()
+        case .hangUp: return hangUp()
+        case .socketError: return close()
+        case .received(let partial, let call, let more, let now): return received(partial, call, more, now)
+        case .readWouldBlock: return readWouldBlock()
+        case .endOfInput: return endOfInput()
+        case .callHandled(let opensStream, let oneway, let queued, let now):
+            callHandled(opensStream: opensStream, oneway: oneway, queuedBytes: queued, now: now)
+        case .inputExhausted(let partial): return inputExhausted(partial)
+        case .replyHeld(let bytes): replyHeld(bytes: bytes)
+        case .repliesReleased(let count, let held, let output): return repliesReleased(count, held, output)
+        case .outputAdded(let bytes): return outputAdded(bytes)
+        case .wrote(let bytes): return wrote(bytes)
+        case .writeWouldBlock: writeWouldBlock()
+        case .streamEnded: return streamEnded()
+        case .streamHasMore(let more): streamHasMore(more)
+        case .streamBehind(let bytes): streamBehind(bytes: bytes)
+        case .protocolViolation(let now): return protocolViolation(now)
+        case .limitExceeded(let limit, let cut, let now): return limitExceeded(limit, cutOutput: cut, now: now)
+        case .turnBegan(let contended, let reserved): return turnBegan(contended: contended, reserved: reserved)
+        case .passBegan: passBegan()
+        case .batchBegan: batchBegan()
+        case .tick(let now): return tick(now)
         }
+        return .none
+    }
+
+    /// Whether the server can produce `event` in this phase (see the type's doc comment).
+    func permits(_ event: Event) -> Bool {
+        switch event {
+        case .received, .readWouldBlock, .endOfInput:
+            switch state {
+            case .inputClosed: return false
+            case .ending: return refused
+            case .serving, .peerGone, .closed: return true
+            }
+        case .inputExhausted, .protocolViolation:
+            if case .ending = state { return false }
+            return true
+        case .wrote, .writeWouldBlock, .outputAdded:
+            if case .peerGone = state { return false }
+            return true
+        default:
+            return true
+        }
+    }
+
+    @inline(never)
+    private func impossible(_ event: Event) -> Action {
+        assertionFailure("ConnectionMachine: \(event) cannot happen in \(phase)")
+        return .none
+    }
+
+    /// Noted only: reading happens in the connection's turn of a pass.
+    private mutating func readable() {
+        switch state {
+        case .serving(var s): s.input.maybeReadable = true; state = .serving(s)
+        case .inputClosed(var s): s.input.maybeReadable = true; state = .inputClosed(s)
+        case .peerGone(var input): input.maybeReadable = true; state = .peerGone(input)
+        case .ending(var e): e.maybeReadable = true; state = .ending(e)
+        case .closed: break
+        }
+    }
+
+    private mutating func writable() -> Action {
+        var write = false
+        updateOutput { o in
+            o.writeBlocked = false
+            write = o.bytes > 0
+        }
+        return write ? .write : .none
+    }
+
+    private mutating func hangUp() -> Action {
+        switch state {
+        case .serving(let s), .inputClosed(let s):
+            // Owed output can no longer reach anyone; calls already received still run.
+            var input = s.input
+            input.partialBytes = 0
+            input.maybeReadable = true
+            state = .peerGone(input)
+            return .none
+        case .peerGone:
+            return isFinished ? close() : .none
+        case .ending, .closed:
+            return close()
+        }
+    }
+
+    private mutating func received(_ partial: Int, _ call: Bool, _ more: Bool, _ now: UInt64) -> Action {
+        switch state {
+        case .serving(var s):
+            s.input.received(partial, call, more, now)
+            state = .serving(s)
+        case .peerGone(var input):
+            input.received(partial, call, more, now)
+            state = .peerGone(input)
+        case .ending(var e):
+            // A refused client: its first call is the one the error answers; the rest is not read.
+            e.partialBytes = partial
+            e.maybeReadable = more
+            if call { e.refusalAnswered = true }
+            state = .ending(e)
+            return isFinished ? close() : .none
+        case .inputClosed, .closed:
+            return .none
+        }
+        return callsAction()
+    }
+
+    private mutating func readWouldBlock() -> Action {
+        switch state {
+        case .serving(var s): s.input.maybeReadable = false; state = .serving(s)
+        case .peerGone(var input): input.maybeReadable = false; state = .peerGone(input)
+        case .ending(var e): e.maybeReadable = false; state = .ending(e)
+        case .inputClosed, .closed: return .none
+        }
+        return isFinished ? close() : .none
+    }
+
+    private mutating func endOfInput() -> Action {
+        switch state {
+        case .serving(var s):
+            // A half-finished message can never be completed now.
+            s.input.maybeReadable = false
+            s.input.partialBytes = 0
+            state = .inputClosed(s)
+        case .peerGone(var input):
+            input.maybeReadable = false
+            state = .peerGone(input)
+        case .ending(var e):
+            e.maybeReadable = false
+            e.refusalAnswered = true
+            state = .ending(e)
+        case .inputClosed, .closed:
+            return .none
+        }
+        if isFinished { return close() }
+        return callsAction()
+    }
+
+    /// A call was handled. Interactive: a client that waits for its replies — a few calls in
+    /// flight at its recent calls, not only at this one, little queued behind them. A flooder
+    /// or a deep pipeliner always has much more.
+    mutating func callHandled(opensStream: Bool, oneway: Bool, queuedBytes: Int, now: UInt64) {
+        switch state {
+        case .serving(var s):
+            s.input.callHandled(owed: s.output.heldReplies + s.output.replies, oneway: oneway, queuedBytes: queuedBytes, now: now)
+            if opensStream { s.stream.open = true }
+            state = .serving(s)
+        case .inputClosed(var s):
+            s.input.callHandled(owed: s.output.heldReplies + s.output.replies, oneway: oneway, queuedBytes: queuedBytes, now: now)
+            if opensStream { s.stream.open = true }
+            state = .inputClosed(s)
+        case .peerGone(var input):
+            input.callHandled(owed: 0, oneway: oneway, queuedBytes: queuedBytes, now: now)
+            state = .peerGone(input)
+        case .ending, .closed:
+            break
+        }
+    }
+
+    /// The call about to be handled starts out impatient; its handler may say otherwise.
+    mutating func callBegins() { updateInput { $0.callIsPatient = false } }
+
+    /// The call being handled is an answer with a deadline of seconds (an app's Acknowledge).
+    mutating func markCallPatient() { updateInput { $0.callIsPatient = true } }
+
+    private mutating func inputExhausted(_ partial: Int) -> Action {
+        switch state {
+        case .serving(var s):
+            s.input.hasCall = false
+            s.input.partialBytes = partial
+            state = .serving(s)
+        case .inputClosed(var s):
+            s.input.hasCall = false
+            s.input.partialBytes = 0
+            state = .inputClosed(s)
+        case .peerGone(var input):
+            input.hasCall = false
+            input.partialBytes = 0
+            state = .peerGone(input)
+        case .ending, .closed:
+            return .none
+        }
+        return isFinished ? close() : .none
+    }
+
+    /// A reply was held until its batch commits (a gone peer's is not: nobody would read it).
+    mutating func replyHeld(bytes: Int) {
+        updateOutput { o in
+            o.heldReplies += 1
+            o.heldBytes += bytes
+        }
+    }
+
+    private mutating func repliesReleased(_ count: Int, _ held: Int, _ bytes: Int) -> Action {
+        var write = false
+        updateOutput { o in
+            // Clamped: the counts come from the server's bookkeeping, never trusted to match.
+            o.heldReplies = max(0, o.heldReplies - count)
+            o.heldBytes = max(0, o.heldBytes - held)
+            o.bytes += bytes
+            o.replies += count
+            write = o.bytes > 0
+        }
+        if write { return .write }
+        return isFinished ? close() : .none
+    }
+
+    private mutating func outputAdded(_ bytes: Int) -> Action {
+        updateOutput { $0.bytes += bytes }
+        return bytes > 0 && hasOutputSide ? .write : .none
+    }
+
+    private mutating func wrote(_ bytes: Int) -> Action {
+        updateOutput { o in
+            o.writeBlocked = false
+            o.bytes = max(0, o.bytes - bytes)
+            if o.bytes == 0 { o.replies = 0 }
+        }
+        return isFinished ? close() : .none
+    }
+
+    private mutating func writeWouldBlock() {
+        updateOutput { $0.writeBlocked = $0.bytes > 0 }
     }
 
     /// Output the server dropped for a slow reader (whole unsent messages).
     mutating func outputDropped(bytes: Int) {
-        outputBytes = max(0, outputBytes - bytes)
+        updateOutput { $0.bytes = max(0, $0.bytes - bytes) }
     }
 
-    private mutating func beginEnding(_ reason: EndReason, now: UInt64) {
-        phase = .ending(reason)
-        streaming = false
-        streamHasMore = false
-        deferredBytes = 0
-        hasCall = false
-        partialBytes = 0
-        maybeReadable = false
-        lingerUntil = now &+ budget.lingerMicroseconds
+    private mutating func streamEnded() -> Action {
+        updateStream { $0 = Stream() }
+        if isFinished { return close() }
+        return callsAction()
     }
 
-    private mutating func enterPeerGone() {
-        phase = .peerGone
-        streaming = false
-        streamHasMore = false
-        deferredBytes = 0
-        heldReplies = 0
-        heldBytes = 0
-        outputBytes = 0
-        writeBlocked = false
-        outputReplies = 0
-        partialBytes = 0
+    /// Whether the open stream has more to produce right now.
+    mutating func streamHasMore(_ more: Bool) {
+        updateStream { $0.hasMore = $0.open && more }
+    }
+
+    /// The open stream is behind the committed events by `bytes` not queued (0: caught up).
+    /// Only a stream that can still be written to is owed anything.
+    mutating func streamBehind(bytes: Int) {
+        updateStream { $0.deferredBytes = $0.open ? max(0, bytes) : 0 }
+    }
+
+    private mutating func protocolViolation(_ now: UInt64) -> Action {
+        switch state {
+        case .serving(let s), .inputClosed(let s):
+            beginEnding(.protocolViolation, output: s.output, now: now)
+            return .sendViolation
+        case .peerGone(var input):
+            // Nobody to tell: drop the rest of its input.
+            input.hasCall = false
+            input.maybeReadable = false
+            state = .peerGone(input)
+            return isFinished ? close() : .none
+        case .ending, .closed:
+            return .none
+        }
+    }
+
+    private mutating func limitExceeded(_ limit: String, cutOutput: Bool, now: UInt64) -> Action {
+        switch state {
+        case .serving(let s), .inputClosed(let s):
+            var output = s.output
+            if cutOutput {
+                output.heldReplies = 0
+                output.heldBytes = 0
+            }
+            beginEnding(.limit(limit), output: output, now: now)
+            return .sendLimitError(limit, cutOutput: cutOutput)
+        case .peerGone, .ending, .closed:
+            return .none
+        }
+    }
+
+    /// Its turn in a pass, with the contention the scheduler found: what to do first.
+    private mutating func turnBegan(contended: Bool, reserved: Bool) -> Action {
+        updateInput { i in
+            i.contended = contended
+            i.batchReserved = reserved
+        }
+        if case .closed = state { return .none }
+        if isFinished { return close() }
+        if hasCall && mayHandleCalls { return .handleCalls }
+        if mayRead && (maybeReadable || isPeerGone) { return .read }
+        return .none
+    }
+
+    /// A new loop pass began: the per-pass budget is fresh.
+    mutating func passBegan() { updateInput { $0.callsThisPass = 0 } }
+
+    /// A new batch began gathering: the per-batch budget is fresh, and the reservation was the
+    /// old batch's (the next turn decides the new one's).
+    mutating func batchBegan() {
+        updateInput { i in
+            i.callsThisBatch = 0
+            i.batchReserved = false
+        }
+    }
+
+    private mutating func tick(_ now: UInt64) -> Action {
+        switch state {
+        case .serving(let s):
+            let input = s.input
+            if input.partialBytes > 0, now >= input.lastInputAt, now - input.lastInputAt >= budget.idleMicroseconds {
+                return limitExceeded("IdleTimeoutSec", cutOutput: false, now: now)
+            }
+            return .none
+        case .ending(let e):
+            return now >= e.lingerUntil ? close() : .none
+        case .inputClosed, .peerGone, .closed:
+            return .none
+        }
+    }
+
+    private mutating func beginEnding(_ reason: EndReason, output: Output, now: UInt64) {
+        state = .ending(Ending(reason: reason, lingerUntil: now &+ budget.lingerMicroseconds, output: output))
     }
 
     private mutating func close() -> Action {
-        phase = .closed
-        streaming = false
-        streamHasMore = false
-        deferredBytes = 0
-        hasCall = false
-        maybeReadable = false
-        heldReplies = 0
-        heldBytes = 0
-        outputBytes = 0
-        writeBlocked = false
-        outputReplies = 0
-        partialBytes = 0
+        state = .closed
         return .close
+    }
+
+    /// After new input or a stream's end: take calls if one waits and the budget allows.
+    @inline(__always)
+    private func callsAction() -> Action { hasCall && mayHandleCalls ? .handleCalls : .none }
+
+    // MARK: - Updating the data a phase carries
+
+    @inline(__always)
+    private mutating func updateInput(_ body: (inout Input) -> Void) {
+        switch state {
+        case .serving(var s): body(&s.input); state = .serving(s)
+        case .inputClosed(var s): body(&s.input); state = .inputClosed(s)
+        case .peerGone(var input): body(&input); state = .peerGone(input)
+        case .ending, .closed: break
+        }
+    }
+
+    @inline(__always)
+    private mutating func updateOutput(_ body: (inout Output) -> Void) {
+        switch state {
+        case .serving(var s): body(&s.output); state = .serving(s)
+        case .inputClosed(var s): body(&s.output); state = .inputClosed(s)
+        case .ending(var e): body(&e.output); state = .ending(e)
+        case .peerGone, .closed: break
+        }
+    }
+
+    @inline(__always)
+    private mutating func updateStream(_ body: (inout Stream) -> Void) {
+        switch state {
+        case .serving(var s): body(&s.stream); state = .serving(s)
+        case .inputClosed(var s): body(&s.stream); state = .inputClosed(s)
+        case .peerGone, .ending, .closed: break
+        }
+    }
+}
+
+extension ConnectionMachine.Input {
+    mutating func received(_ partial: Int, _ call: Bool, _ more: Bool, _ now: UInt64) {
+        partialBytes = partial
+        hasCall = call
+        maybeReadable = more
+        lastInputAt = now
+    }
+
+    mutating func callHandled(owed: Int, oneway: Bool, queuedBytes: Int, now: UInt64) {
+        callsThisPass += 1
+        callsThisBatch += 1
+        recentInFlight = ConnectionMachine.recentInFlight(previous: recentInFlight, now: owed)
+        interactive = !oneway && !callIsPatient && recentInFlight <= ConnectionMachine.interactiveWindow
+            && queuedBytes <= ConnectionMachine.interactiveBacklog
+        if interactive { lastInteractiveAt = now }
+    }
+}
+
+extension ConnectionMachine {
+    /// The most calls a client had in flight at its recent calls: this call's count, or the
+    /// last peak less a 32nd. A client keeping a window of 64 calls in flight has few owed just
+    /// after a batch of its replies went out; its peak comes back every window, so it is never
+    /// taken for an interactive client, while one that really waits for its replies is
+    /// interactive again after about 30 calls.
+    static func recentInFlight(previous: Int, now: Int) -> Int {
+        max(now, previous - (previous + 31) / 32)
+    }
+}
+
+// MARK: - Events and actions
+
+extension ConnectionMachine {
+    enum Event: Sendable, Equatable {
+        /// epoll: input (or EOF) to read.
+        case readable
+        /// epoll: room to write.
+        case writable
+        /// epoll EPOLLHUP, or ECONNRESET/EPIPE on a read or write: the peer is gone.
+        case hangUp
+        /// epoll EPOLLERR or an unexpected errno: the socket is unusable.
+        case socketError
+        /// A read returned bytes; `partialBytes` of an unfinished message are now buffered and
+        /// `hasCall` says whether a complete message waits; `more`: the read filled the buffer.
+        case received(partialBytes: Int, hasCall: Bool, more: Bool, now: UInt64)
+        /// A read returned EAGAIN.
+        case readWouldBlock
+        /// A read returned 0.
+        case endOfInput
+        /// A call was taken from the input and handled; `opensStream`: it was a `more` call;
+        /// `queuedBytes`: input still buffered behind it.
+        case callHandled(opensStream: Bool, oneway: Bool = true, queuedBytes: Int = 0, now: UInt64 = 0)
+        /// No complete call is left in the input; `partialBytes` of an unfinished one remain.
+        case inputExhausted(partialBytes: Int)
+        /// A reply was held until its batch commits.
+        case replyHeld(bytes: Int)
+        /// Held replies became output (their batch committed, or failed and became errors).
+        case repliesReleased(count: Int, heldBytes: Int, outputBytes: Int)
+        /// Bytes were appended to the output directly (stream data that is already committed).
+        case outputAdded(bytes: Int)
+        /// A write sent `bytes`.
+        case wrote(bytes: Int)
+        case writeWouldBlock
+        /// The open `more` call ended.
+        case streamEnded
+        /// Whether the open stream has more to produce right now (a listing, a monitor's
+        /// backlog), as opposed to waiting for events.
+        case streamHasMore(Bool)
+        /// The open stream is behind the committed events by `bytes` (as encoded for this
+        /// client) that were not queued because its output was at the high-water mark; 0: it
+        /// has caught up. They count as unread output against `maxOutputBytes`.
+        case streamBehind(bytes: Int)
+        /// The peer broke the protocol: the violation's error reply is owed, then the end.
+        case protocolViolation(now: UInt64)
+        /// A limit was exceeded (the setting's name). `cutOutput`: the client does not read,
+        /// so unsent output is dropped to free memory at once (slow reader).
+        case limitExceeded(String, cutOutput: Bool, now: UInt64)
+        /// Its turn in a pass: whether an interactive client competes with it, and whether such
+        /// a client's call is in the batch being gathered (`PassScheduler`).
+        case turnBegan(contended: Bool, reserved: Bool)
+        /// A new loop pass began: the per-pass budget is fresh.
+        case passBegan
+        /// A new batch began gathering: the per-batch budget is fresh.
+        case batchBegan
+        /// The clock, for the idle and linger timeouts.
+        case tick(now: UInt64)
+    }
+
+    enum Action: Equatable, Sendable {
+        case none
+        /// Read from the socket (up to the pass's byte budget).
+        case read
+        /// Take calls from the input.
+        case handleCalls
+        /// Write the pending output.
+        case write
+        /// Queue the violation's error reply (held after earlier replies, in order).
+        case sendViolation
+        /// Drop unsent whole messages (and held replies) if `cutOutput`, then send
+        /// LimitExceeded for this limit.
+        case sendLimitError(String, cutOutput: Bool)
+        /// Close the socket now; whatever is still owed is dropped.
+        case close
+    }
+}
+
+// MARK: - What the state allows, derived from it alone
+
+extension ConnectionMachine {
+    var phase: Phase {
+        switch state {
+        case .serving: .serving
+        case .inputClosed: .inputClosed
+        case .peerGone: .peerGone
+        case .ending(let e): .ending(e.reason)
+        case .closed: .closed
+        }
+    }
+
+    private var input: Input? {
+        switch state {
+        case .serving(let s), .inputClosed(let s): s.input
+        case .peerGone(let input): input
+        case .ending, .closed: nil
+        }
+    }
+
+    private var output: Output? {
+        switch state {
+        case .serving(let s), .inputClosed(let s): s.output
+        case .ending(let e): e.output
+        case .peerGone, .closed: nil
+        }
+    }
+
+    private var stream: Stream? {
+        switch state {
+        case .serving(let s), .inputClosed(let s): s.stream
+        case .peerGone, .ending, .closed: nil
+        }
+    }
+
+    private var hasOutputSide: Bool {
+        switch state {
+        case .serving, .inputClosed, .ending: true
+        case .peerGone, .closed: false
+        }
+    }
+
+    var isPeerGone: Bool { if case .peerGone = state { true } else { false } }
+    var isClosed: Bool { if case .closed = state { true } else { false } }
+
+    var streaming: Bool { stream?.open ?? false }
+    var streamHasMore: Bool { stream?.hasMore ?? false }
+    var deferredBytes: Int { stream?.deferredBytes ?? 0 }
+    var heldReplies: Int { output?.heldReplies ?? 0 }
+    var heldBytes: Int { output?.heldBytes ?? 0 }
+    var outputBytes: Int { output?.bytes ?? 0 }
+    var outputReplies: Int { output?.replies ?? 0 }
+    var writeBlocked: Bool { output?.writeBlocked ?? false }
+    var hasCall: Bool { input?.hasCall ?? false }
+    var callsThisPass: Int { input?.callsThisPass ?? 0 }
+    var callsThisBatch: Int { input?.callsThisBatch ?? 0 }
+    var contended: Bool { input?.contended ?? false }
+    var batchReserved: Bool { input?.batchReserved ?? false }
+    var interactive: Bool { input?.interactive ?? false }
+    var callIsPatient: Bool { input?.callIsPatient ?? false }
+    var lastInteractiveAt: UInt64? { input?.lastInteractiveAt }
+
+    var partialBytes: Int {
+        switch state {
+        case .serving(let s), .inputClosed(let s): s.input.partialBytes
+        case .peerGone(let input): input.partialBytes
+        case .ending(let e): e.partialBytes
+        case .closed: 0
+        }
+    }
+
+    var maybeReadable: Bool {
+        switch state {
+        case .serving(let s), .inputClosed(let s): s.input.maybeReadable
+        case .peerGone(let input): input.maybeReadable
+        case .ending(let e): e.maybeReadable
+        case .closed: false
+        }
+    }
+
+    /// Replies owed (held or unsent): how many calls the client has in flight, about.
+    var owedReplies: Int { heldReplies + outputReplies }
+    /// Bytes the client still has to receive.
+    var owedBytes: Int { heldBytes + outputBytes }
+
+    private func backedUp(_ o: Output) -> Bool {
+        o.heldReplies + o.replies >= budget.maxOwedReplies || o.heldBytes + o.bytes >= budget.owedBytesHighWater
+    }
+
+    private func withinBudget(_ i: Input, peerGone: Bool) -> Bool {
+        // A gone peer's last calls are not held back: it has no replies to make anyone wait for.
+        if i.contended && i.batchReserved && !peerGone { return false }
+        return i.contended ? i.callsThisPass < budget.callsPerPass && i.callsThisBatch < budget.callsPerBatch
+            : i.callsThisPass < budget.callsPerPassAlone && i.callsThisBatch < budget.callsPerBatchAlone
+    }
+
+    /// Calls may be taken from the input now.
+    var mayHandleCalls: Bool {
+        switch state {
+        case .serving(let s), .inputClosed(let s):
+            return !s.stream.open && withinBudget(s.input, peerGone: false) && !backedUp(s.output)
+        case .peerGone(let input):
+            // Replies of a gone peer are dropped, so it cannot back up.
+            return withinBudget(input, peerGone: true)
+        case .ending, .closed:
+            return false
+        }
+    }
+
+    /// Bytes may be read now: only when nothing complete waits (so the input stays bounded).
+    var mayRead: Bool {
+        switch state {
+        case .serving(let s): return !s.input.hasCall && mayHandleCalls
+        // A gone peer's last bytes are read (without epoll) so that its calls take effect.
+        case .peerGone(let input): return !input.hasCall && withinBudget(input, peerGone: true)
+        // A refused client's first call is awaited (and discarded) so that it reads the error.
+        case .ending(let e): return refused && !e.refusalAnswered
+        case .inputClosed, .closed: return false
+        }
+    }
+
+    /// Live stream data of `bytes` more may be queued now. No: the stream falls behind (the
+    /// server then reports `streamBehind`), and catches up from the event log in order once
+    /// the client has read, with `mayProduce`.
+    func mayQueueLiveOutput(_ bytes: Int) -> Bool {
+        switch state {
+        case .serving(let s), .inputClosed(let s):
+            return s.stream.open && s.stream.deferredBytes == 0
+                && s.output.heldBytes + s.output.bytes + bytes <= budget.owedBytesHighWater
+        case .peerGone, .ending, .closed:
+            return false
+        }
+    }
+
+    /// More unread output, queued or deferred, than the client may have: a slow reader.
+    var exceedsOutputLimit: Bool { outputBytes + deferredBytes > budget.maxOutputBytes }
+
+    /// A stream may produce more output now.
+    var mayProduce: Bool {
+        switch state {
+        case .serving(let s), .inputClosed(let s):
+            return s.stream.open && s.stream.hasMore && s.output.heldBytes + s.output.bytes < budget.owedBytesHighWater / 2
+        case .peerGone, .ending, .closed:
+            return false
+        }
+    }
+
+    var interest: Interest {
+        switch state {
+        case .serving(let s), .inputClosed(let s):
+            return Interest(read: mayRead, write: s.output.bytes > 0 && s.output.writeBlocked, registered: true)
+        case .ending(let e):
+            return Interest(read: mayRead, write: e.output.bytes > 0 && e.output.writeBlocked, registered: true)
+        case .peerGone, .closed:
+            return .none
+        }
+    }
+
+    /// A complete call waits for nothing but a fresh budget: the next pass's (`passBegan`) or
+    /// the next batch's (`batchBegan`). Whoever runs the connection must then be sure to give it
+    /// those events, or it waits for ever: its input is read, so no readiness comes to wake it.
+    var waitsForBudget: Bool {
+        switch state {
+        case .serving(let s), .inputClosed(let s): return s.input.hasCall && !s.stream.open && !withinBudget(s.input, peerGone: false)
+        case .peerGone(let input): return input.hasCall && !withinBudget(input, peerGone: true)
+        case .ending, .closed: return false
+        }
+    }
+
+    /// This pass's budget is spent (a new pass gives a fresh one; the batch's may still be).
+    var passBudgetSpent: Bool {
+        guard let i = input else { return false }
+        return i.callsThisPass >= (i.contended ? budget.callsPerPass : budget.callsPerPassAlone)
+    }
+
+    /// The connection wants a turn in this pass.
+    var needsService: Bool {
+        if isFinished { return true }
+        if hasCall && mayHandleCalls { return true }
+        if mayRead && (maybeReadable || isPeerGone) { return true }
+        return mayProduce
+    }
+
+    /// Nothing more will happen: close it.
+    var isFinished: Bool {
+        switch state {
+        case .serving: return false
+        case .inputClosed(let s):
+            return !s.input.hasCall && !s.stream.open && s.output.heldReplies == 0 && s.output.bytes == 0
+        case .peerGone(let input): return !input.hasCall && !input.maybeReadable
+        case .ending(let e):
+            if refused { return e.refusalAnswered && e.output.bytes == 0 }
+            return e.output.heldReplies == 0 && e.output.bytes == 0
+        case .closed: return true
+        }
+    }
+
+    /// Holding part of a message, or ending: the server must call `tick` for this one.
+    var needsClock: Bool {
+        switch state {
+        case .serving(let s): return s.input.partialBytes > 0
+        case .ending: return true
+        case .inputClosed, .peerGone, .closed: return false
+        }
+    }
+
+    /// Serving or answering: a limit can still end it (not yet ending, gone or closed).
+    var mayBeCutOff: Bool {
+        switch state {
+        case .serving, .inputClosed: true
+        case .peerGone, .ending, .closed: false
+        }
     }
 }

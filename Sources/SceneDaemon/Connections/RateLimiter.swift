@@ -1,5 +1,5 @@
 /// At most `burst` messages per `interval`, as systemd's log rate limits: a hostile client
-/// must not turn the daemon's log into a flood (the first release logged ~40 MB/s at EMFILE).
+/// must not turn the daemon's log into a flood (an accept loop at EMFILE logs on every try).
 /// Pure: the caller passes the time.
 struct RateLimiter: Sendable {
     let interval: UInt64

@@ -4,9 +4,11 @@ import SystemdKit
 import Varlink
 
 /// The socket side of the daemon: accepts clients, and serves them in loop passes, round
-/// robin, each within a budget. Every decision about one connection is its `ConnectionMachine`'s;
-/// this class only carries the machines' actions out (reads, writes, closes) and keeps the lists
-/// that make a pass cost what is ready rather than what is connected. One thread, no locks.
+/// robin, each within a budget. The executor of two pure parts: every decision about one
+/// connection is its `ConnectionMachine`'s, and which connections get a turn, a fresh budget,
+/// a flush or a tick is the `PassScheduler`'s (its lists make a pass cost what is ready rather
+/// than what is connected). This class feeds them events and carries out what they answer —
+/// reads, writes, closes, timers. One thread, no locks.
 ///
 /// The client sockets sit in an epoll set of their own (`EpollSet`) that the loop watches as
 /// one source. That source only wakes the pass; the pass collects and serves. So no client —
@@ -26,7 +28,7 @@ final class VarlinkServer {
     /// Whether the loop watches the poller. Quieted by asking for no events rather than by
     /// disabling the source: sd-event turns disabling into EPOLL_CTL_DEL and enabling into
     /// EPOLL_CTL_ADD, and adding one epoll set to another makes the kernel walk every member
-    /// looking for loops (ep_loop_check): with 2,000 connections, 4 % of the loop thread.
+    /// looking for loops (ep_loop_check), which costs in proportion to the connections.
     private var pollerArmed = true
     private var resumeTimer: TimerSource?
     var contentionTimer: TimerSource?
@@ -41,42 +43,22 @@ final class VarlinkServer {
     private var lastAcceptAt: UInt64 = 0
     static let acceptStarvation: UInt64 = 5_000
 
-    /// Served in the next pass, in order.
-    private var ready: [ClientConnection] = []
-    private var servedThisPass: [ClientConnection] = []
-    /// Connections that handled calls in the batch being gathered, and how many did in the last.
-    var batchMembers: [ClientConnection] = []
-    var lastBatchMembers = 0
-    /// When a client with few calls in flight last made one: such a client waits for each
-    /// reply, so between its calls it is not in any batch, yet still competes.
-    var lastInteractiveCall: (time: UInt64, connection: Int)?
-    /// An interactive client's call is in the batch being gathered.
-    var interactiveInBatch = false
-    var interactiveRecently: Bool { lastInteractiveCall.map { now() &- $0.time < interactiveMemory } ?? false }
-    /// How long the last interactive client counts as competing after its call (µs).
-    var interactiveMemory: UInt64 = VarlinkServer.shortestInteractiveMemory
-    /// Calls in flight, and bytes queued behind them, up to which a client is interactive.
-    static let interactiveWindow = 16
-    static let interactiveBacklog = 4 << 10
-    /// How long an interactive client counts as competing after its last call (µs): a few of
-    /// its own gaps between calls, so that it still counts when it is starved (a client whose
-    /// round trip grew past a fixed memory would stop counting, the bulk clients would be served
-    /// uncontended, and its round trip would grow further), bounded by far less than a human's
-    /// pause.
-    static let shortestInteractiveMemory: UInt64 = 50_000
-    static let longestInteractiveMemory: UInt64 = 1_000_000
-    static let interactiveGapsRemembered: UInt64 = 4
+    /// Which connections get a turn, hear of new budgets, flush or tick (by slot).
+    var scheduler = PassScheduler()
+    /// The connections by their scheduler slot.
+    private(set) var bySlot: [ClientConnection?] = []
+    /// Lists taken from the scheduler, their buffers kept between passes.
+    private var turns: [Int] = []
+    private var released: [Int] = []
+    var flushing: [Int] = []
+    var ticking: [Int] = []
 
     /// Inside `enforceGlobalLimits` (which steps connections, and so comes back here).
     private var enforcing = false
-    /// With output to write at the next flush.
-    var dirty: [ClientConnection] = []
     /// Replies held until their batch commits (with the journal entries of the same batches).
     let outbox: Outbox
     /// The connections with a fan-out Monitor stream, which each publish walks.
     let monitors = MonitorRegistry()
-    /// Needing clock ticks (part of a message held, or ending).
-    var timed: [ClientConnection] = []
 
     /// Bytes written for clients and not yet taken by them (replies still held for a commit
     /// wait on us, not on the client, and are bounded by each connection's high-water mark),
@@ -137,7 +119,7 @@ final class VarlinkServer {
 
     var connectionCount: Int { connections.count }
     /// Something is left for another pass.
-    var hasWork: Bool { !ready.isEmpty || !dirty.isEmpty }
+    var hasWork: Bool { scheduler.hasWork }
 
     func now() -> UInt64 { loop.nowMonotonic }
 
@@ -185,8 +167,8 @@ final class VarlinkServer {
         let machine = ConnectionMachine(budget: budget, now: now(), refusedFor: refusal)
         var wireLimits = VarlinkConnection.Limits()
         wireLimits.maxMessageBytes = limits.maxMessageSize
-        let conn = ClientConnection(number: nextNumber, fd: fd, peer: peer, limits: wireLimits, machine: machine,
-                                    outbox: outbox, monitors: monitors)
+        let conn = ClientConnection(number: nextNumber, slot: scheduler.admit(), fd: fd, peer: peer, limits: wireLimits,
+                                    machine: machine, outbox: outbox, monitors: monitors)
         conn.lastWriteProgress = now()
         nextNumber += 1
         do {
@@ -194,13 +176,14 @@ final class VarlinkServer {
         } catch {
             warn("cannot watch a client socket: \(error)")
             Glibc.close(fd)
+            scheduler.remove(conn.slot)
             return
         }
         conn.appliedInterest = conn.machine.interest
         connections[conn.number] = conn
+        if conn.slot == bySlot.count { bySlot.append(conn) } else { bySlot[conn.slot] = conn }
         if let refusal, let error {
             refusing += 1
-            conn.refused = true
             conn.wire.enqueue(error)
             reportLimit(refusal, peer: peer, "refused a client")
             step(conn, .outputAdded(bytes: error.count))
@@ -233,16 +216,15 @@ final class VarlinkServer {
     func beginPass() {
         passes += 1
         // The listening socket has one dispatch per loop iteration at the pass's priority, and
-        // a pass re-requests itself for as long as a flooder has calls queued: a client
-        // connecting beside such a flood waited up to a second to be accepted. Passes that
+        // a pass re-requests itself for as long as a flooder has calls queued, so passes that
         // follow one another for longer than this accept a few themselves. (A higher priority
         // for the listener would let a storm of connections starve the clients already served.)
         if !acceptPaused, now() &- lastAcceptAt >= Self.acceptStarvation { acceptPending(limit: 8) }
-        let served = servedThisPass
-        servedThisPass.removeAll(keepingCapacity: true)
-        for conn in served {
-            conn.servedThisPass = false
-            if !conn.isClosed { step(conn, .passBegan) }
+        scheduler.beginPass(releasing: &released)
+        for slot in released {
+            guard let conn = bySlot[slot] else { continue }
+            conn.machine.passBegan()
+            afterStep(conn)
         }
         poller.wait { token, events in
             guard let conn = connections[Int(truncatingIfNeeded: token)] else { return }
@@ -266,42 +248,24 @@ final class VarlinkServer {
 
     /// Gives each connection that was ready at the start of the pass one turn.
     func serve() {
-        guard !ready.isEmpty else { return }
-        // Interactive clients first: their call reserves the batch before bulk clients fill it.
-        var turn = ready
-        ready.removeAll(keepingCapacity: true)
-        if turn.count > 1, turn.contains(where: { $0.interactive }) {
-            turn = turn.filter { $0.interactive } + turn.filter { !$0.interactive }
-        }
-        // Contended: more than one client in this batch or the last one. A client waiting for
-        // its reply is not in the batch being gathered, but still competes.
-        // While an interactive client is about, the others get small passes and batches, so that
-        // its replies never wait behind much of theirs.
-        let interactive = interactiveRecently ? lastInteractiveCall?.connection : nil
-        for conn in turn {
-            conn.queued = false
-            guard !conn.isClosed else { continue }
-            conn.machine.contended = interactive != nil && interactive != conn.number && !conn.interactive
-            conn.machine.batchReserved = interactiveInBatch
-            if conn.machine.contended && interactiveInBatch && !conn.inBatch {
-                // Held back from this batch: it must hear when the next one begins.
-                conn.inBatch = true
-                batchMembers.append(conn)
-            }
-            if !conn.servedThisPass {
-                conn.servedThisPass = true
-                servedThisPass.append(conn)
-            }
-            run(conn, conn.machine.serviceAction())
+        guard scheduler.hasReady else { return }
+        let competing = scheduler.takeTurns(into: &turns, now: now())
+        for slot in turns {
+            guard let conn = bySlot[slot] else { continue }
+            let (contended, reserved) = scheduler.beginTurn(slot, competing: competing)
+            run(conn, conn.machine.on(.turnBegan(contended: contended, reserved: reserved)))
             if !conn.isClosed, conn.machine.mayProduce {
                 produceStream?(conn)
-                if !conn.isClosed, conn.stream != nil {
-                    _ = conn.machine.on(.streamBehind(bytes: conn.streamBehindBytes))
-                    _ = conn.machine.on(.streamHasMore(conn.streamHasMore))
-                }
+                if !conn.isClosed, conn.stream != nil { noteStream(conn) }
             }
             afterStep(conn)
         }
+    }
+
+    /// Tells the machine where the connection's stream stands (neither report ever acts).
+    func noteStream(_ conn: ClientConnection) {
+        conn.machine.streamBehind(bytes: conn.streamBehindBytes)
+        conn.machine.streamHasMore(conn.streamHasMore)
     }
 
     // MARK: - Stepping machines
@@ -368,39 +332,14 @@ final class VarlinkServer {
             }
             conn.appliedInterest = interest
         }
-        if m.needsService && !conn.queued {
-            conn.queued = true
-            ready.append(conn)
-            requestPass?()
-        }
-        // Out of budget outside its own turn (a parked launch settled, a stream ended): a
-        // connection that was not served this pass, or not in this batch, would hear of no new
-        // budget. Found as a Launch flood where one client's next calls never ran. A next pass
-        // is asked for only when this pass's budget is what it waits for: waiting for the next
-        // batch, passes meanwhile would spin; the batch's start wakes it (`batchBegan`).
-        if m.waitsForBudget {
-            if !conn.servedThisPass {
-                conn.servedThisPass = true
-                servedThisPass.append(conn)
-                if m.passBudgetSpent { requestPass?() }
-            }
-            if !conn.inBatch {
-                conn.inBatch = true
-                batchMembers.append(conn)
-            }
-        }
-        if m.needsClock && !conn.onClock {
-            conn.onClock = true
-            timed.append(conn)
-            armClock()
-        }
+        let follow = scheduler.afterStep(conn.slot, needsService: m.needsService, waitsForBudget: m.waitsForBudget,
+                                         passBudgetSpent: m.passBudgetSpent, needsClock: m.needsClock)
+        if follow.contains(.requestPass) { requestPass?() }
+        if follow.contains(.armClock) { armClock() }
     }
 
     private func markDirty(_ conn: ClientConnection) {
-        guard !conn.isDirty else { return }
-        conn.isDirty = true
-        dirty.append(conn)
-        requestPass?()
+        if scheduler.markDirty(conn.slot) { requestPass?() }
     }
 
     static func events(_ interest: ConnectionMachine.Interest) -> IOEvents {
@@ -410,12 +349,39 @@ final class VarlinkServer {
         return events
     }
 
+    // MARK: - Batches and contention
+
+    /// A new batch began gathering: the members the scheduler releases hear of a fresh budget.
+    func batchBegan() {
+        scheduler.batchBegan(now: now(), releasing: &released)
+        releaseMembers()
+    }
+
+    /// No interactive call for a while: the held bulk clients go on.
+    func contentionEnded() {
+        scheduler.contentionEnded(now: now(), releasing: &released)
+        releaseMembers()
+    }
+
+    private func releaseMembers() {
+        for slot in released {
+            guard let conn = bySlot[slot] else { continue }
+            conn.machine.batchBegan()
+            afterStep(conn)
+        }
+        if let deadline = scheduler.contentionDeadline { _ = contentionTimer?.reschedule(at: deadline) }
+    }
+
     // MARK: - Closing
 
+    /// Closes the socket; a machine not yet closed (the server shuts down) is closed first.
     func close(_ conn: ClientConnection) {
-        if !conn.machine.isClosed { _ = conn.machine.on(.socketError) }
+        // The machine's own `.close` comes back here.
+        if !conn.machine.isClosed { return run(conn, conn.machine.on(.socketError)) }
         guard connections[conn.number] != nil else { return }
         connections[conn.number] = nil
+        bySlot[conn.slot] = nil
+        scheduler.remove(conn.slot)
         poller.remove(conn.fd)
         Glibc.close(conn.fd)
         unsentTotal -= conn.accountedUnsent
@@ -424,7 +390,7 @@ final class VarlinkServer {
         conn.accountedPartial = 0
         conn.stream = nil
         conn.dropHeld()
-        if conn.refused {
+        if conn.machine.refused {
             refusing -= 1
         } else if let n = perUser[conn.peer.uid] {
             perUser[conn.peer.uid] = n > 1 ? n - 1 : nil
@@ -442,5 +408,270 @@ final class VarlinkServer {
         listenSource = nil
         pollerSource?.cancel()
         pollerSource = nil
+    }
+}
+
+// MARK: - Commits and output
+
+extension VarlinkServer {
+    /// Batches up to `batch` are settled: their replies become output, or `failure`.
+    func settle(through batch: UInt64, failure: VarlinkError?) {
+        outbox.releaseReplies(through: batch, failure: failure) { number, bytes, count, held in
+            guard let conn = connections[number], !conn.isClosed else { return }
+            conn.wire.enqueue(bytes)
+            step(conn, .repliesReleased(count: count, heldBytes: held, outputBytes: bytes.count))
+        }
+    }
+
+    /// Writes what each connection with new output has.
+    func flush() {
+        while scheduler.hasDirty {
+            scheduler.takeDirty(into: &flushing)
+            for slot in flushing {
+                guard let conn = bySlot[slot] else { continue }
+                run(conn, write(conn))
+                afterStep(conn)
+            }
+        }
+    }
+
+    /// A stream message that is already committed goes straight to the output, unless replies
+    /// are still held (a monitor's first reply): then it waits behind them, in order.
+    func appendOutput(_ conn: ClientConnection, _ bytes: [UInt8]) {
+        guard !conn.isClosed, conn.machine.streaming else { return }
+        if conn.hasHeldReplies {
+            conn.holdBehindLast(bytes)
+            afterStep(conn)
+            return
+        }
+        conn.wire.enqueue(bytes)
+        step(conn, .outputAdded(bytes: bytes.count))
+    }
+
+    /// The connection's open `more` call ended; its next calls may be handled.
+    func streamEnded(_ conn: ClientConnection) {
+        conn.stream = nil
+        step(conn, .streamEnded)
+    }
+
+    /// The stream may have more to produce (a monitor fell behind, its backlog set), or is
+    /// behind by another amount (which may take it over MaxOutputPerConnection).
+    func streamChanged(_ conn: ClientConnection) {
+        guard !conn.isClosed, conn.stream != nil else { return }
+        noteStream(conn)
+        afterStep(conn)
+    }
+
+    /// A monitor that is behind the live events is owed `bytes` more of them: only an addition,
+    /// unless that takes it over MaxOutputPerConnection (then `afterStep` cuts it off).
+    func streamFellBehind(_ conn: ClientConnection, by bytes: Int) {
+        guard !conn.isClosed, conn.stream != nil else { return }
+        conn.behindBytes += bytes
+        conn.machine.streamBehind(bytes: conn.behindBytes)
+        if conn.machine.exceedsOutputLimit { afterStep(conn) }
+    }
+
+    /// Every live monitor, for event fan-out: the connections with a fan-out Monitor stream (not
+    /// an attached app's). One closed or ended during the walk is skipped (its stream is gone);
+    /// one that starts meanwhile waits for the next publish.
+    func forEachMonitor(_ body: (ClientConnection, MonitorStream) -> Void) {
+        for conn in monitors.members.values {
+            if case .monitor(let m) = conn.stream, !m.attached, conn.machine.streaming { body(conn, m) }
+        }
+    }
+}
+
+// MARK: - Socket actions
+
+/// The actions that touch a socket, each answering the machine's next action.
+extension VarlinkServer {
+    /// One read of at most the buffer (64 KiB): a connection's byte budget per turn.
+    func read(_ conn: ClientConnection) -> ConnectionMachine.Action {
+        while true {
+            let n = readBuffer.withUnsafeMutableBytes { Glibc.recv(conn.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if n > 0 {
+                readBuffer.withUnsafeBytes { conn.wire.receive(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+                let complete = conn.wire.hasCompleteMessage()
+                return conn.machine.on(.received(partialBytes: complete ? 0 : conn.wire.bufferedInputCount,
+                                                 hasCall: complete, more: n == readBuffer.count, now: now()))
+            }
+            if n == 0 { return conn.machine.on(.endOfInput) }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return conn.machine.on(.readWouldBlock)
+            case ECONNRESET, EPIPE: return conn.machine.on(.hangUp)
+            default: return conn.machine.on(.socketError)
+            }
+        }
+    }
+
+    /// Handles complete calls, in order, for as long as the machine allows.
+    func handleCalls(_ conn: ClientConnection) -> ConnectionMachine.Action {
+        while conn.machine.mayHandleCalls {
+            switch conn.wire.nextCall() {
+            case .needMoreData:
+                return conn.machine.on(.inputExhausted(partialBytes: conn.wire.bufferedInputCount))
+            case .violation:
+                return conn.machine.on(.protocolViolation(now: now()))
+            case .call(let call):
+                handle(call, on: conn)
+            }
+        }
+        return .none
+    }
+
+    /// Runs one call, then tells the machine (which judges whether the client is interactive)
+    /// and the scheduler (which enrols it in the batch and weighs the contention).
+    private func handle(_ call: VarlinkCall, on conn: ClientConnection) {
+        conn.machine.callBegins()
+        handleCall?(call, conn)
+        callsHandled &+= 1
+        // A handler may end its own connection; then its slot is no longer its.
+        guard !conn.isClosed else { return }
+        let t = now()
+        let previous = conn.machine.lastInteractiveAt
+        conn.machine.callHandled(opensStream: conn.stream != nil, oneway: call.oneway,
+                                 queuedBytes: conn.wire.bufferedInputCount, now: t)
+        scheduler.callHandled(conn.slot, interactive: conn.machine.interactive, previous: previous, at: t)
+        if conn.stream != nil { conn.machine.streamHasMore(conn.streamHasMore) }
+    }
+
+    /// A call that waited (its app's process was starting) runs now, as if it had just been
+    /// read; then the connection takes its next calls again.
+    func resumeParked(_ conn: ClientConnection, _ call: VarlinkCall) {
+        conn.stream = nil
+        conn.machine.callBegins()
+        handleCall?(call, conn)
+        callsHandled &+= 1
+        guard !conn.isClosed else { return }
+        scheduler.enrol(conn.slot)
+        if conn.stream != nil {
+            // It waits again (its app's process went away before the call ran).
+            return
+        }
+        streamEnded(conn)
+    }
+
+    /// Writes until the socket is full or the output is empty.
+    func write(_ conn: ClientConnection) -> ConnectionMachine.Action {
+        guard conn.machine.outputBytes > 0 else { return .none }
+        while conn.wire.hasPendingOutput {
+            let n = conn.wire.withPendingOutput { buffer in
+                Glibc.send(conn.fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+            }
+            if n > 0 {
+                conn.wire.consumedOutput(n)
+                if var drained = conn.wire.takeDrainedOutput() { outbox.recycle(&drained) }
+                conn.lastWriteProgress = now()
+                let next = conn.machine.on(.wrote(bytes: n))
+                if next != .none { return next }
+                continue
+            }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return conn.machine.on(.writeWouldBlock)
+            case EPIPE, ECONNRESET: return conn.machine.on(.hangUp)
+            default: return conn.machine.on(.socketError)
+            }
+        }
+        return .none
+    }
+
+    /// The violation's error is held like a reply, so that it follows the replies before it.
+    func sendViolation(_ conn: ClientConnection) -> ConnectionMachine.Action {
+        let violation = conn.wire.violation ?? ProtocolViolation(reason: .invalidJSON, message: "protocol violation")
+        conn.holdRaw(violation.errorReply(errorName: Self.protocolViolationError), batch: currentBatch?() ?? 0)
+        warn("client \(conn.number) (\(conn.peer)) broke the protocol: \(violation.message)")
+        return .none
+    }
+
+    /// LimitExceeded for `limit`. A slow reader first loses its unsent output (that is the
+    /// memory the limit protects); otherwise the error follows the replies still owed.
+    func sendLimitError(_ conn: ClientConnection, _ limit: String, cutOutput: Bool) -> ConnectionMachine.Action {
+        // It takes no more calls: what it sent is freed now, not after its linger (the machine
+        // already counts none of it against MaxBufferedInput).
+        conn.wire.discardInput()
+        var dropped = 0
+        if cutOutput {
+            dropped = conn.wire.dropUnsentMessages()
+            conn.machine.outputDropped(bytes: dropped)
+            conn.dropHeld()
+        }
+        let error = limits.error(limit, limits.explanation(limit))
+        reportLimit(limit, peer: conn.peer, "cut off a client", detail: dropped > 0 ? "; \(dropped) unsent bytes dropped" : "")
+        if cutOutput || !conn.hasHeldReplies {
+            let bytes = error.encoded()
+            conn.wire.enqueue(bytes)
+            return conn.machine.on(.outputAdded(bytes: bytes.count))
+        }
+        conn.holdError(batch: currentBatch?() ?? 0, error)
+        return .none
+    }
+
+    // MARK: - Clocks and global limits
+
+    func armClock() {
+        guard let timer = clockTimer, !timer.isArmed else { return }
+        let period = min(budget.idleMicroseconds, budget.lingerMicroseconds) / 4
+        timer.reschedule(after: max(50_000, min(period, 1_000_000)))
+    }
+
+    /// Idle and linger deadlines of the connections that need the clock.
+    func tickClocks() {
+        let t = now()
+        scheduler.takeTimed(into: &ticking)
+        for slot in ticking {
+            guard let conn = bySlot[slot] else { continue }
+            step(conn, .tick(now: t))
+        }
+        if scheduler.hasTimed { armClock() }
+    }
+
+    /// All clients together over MaxBufferedOutput or MaxBufferedInput: the one holding the
+    /// most is cut off, until the totals are back under.
+    func enforceGlobalLimits() {
+        // Each round turns one connection to ending, which is never chosen again: it ends. The
+        // victims are clients that have taken nothing for a while, largest first: a client that
+        // reads may have a large backlog for a moment (its replies are released a batch at a
+        // time), and cutting it would punish the well-behaved. If only readers hold output, it
+        // drains by itself, and each of them is bounded by MaxOutputPerConnection.
+        let t = now()
+        while unsentTotal > limits.maxBufferedOutput {
+            let victim = connections.values
+                .filter { $0.machine.mayBeCutOff && $0.machine.outputBytes > 0 && t &- $0.lastWriteProgress >= Self.staleOutput }
+                .max { $0.machine.outputBytes < $1.machine.outputBytes }
+            guard let victim else { break }
+            step(victim, .limitExceeded("MaxBufferedOutput", cutOutput: true, now: t))
+        }
+        while partialTotal > limits.maxBufferedInput {
+            guard let victim = connections.values.filter({ $0.machine.mayBeCutOff })
+                .max(by: { $0.machine.partialBytes < $1.machine.partialBytes }), victim.machine.partialBytes > 0 else { break }
+            step(victim, .limitExceeded("MaxBufferedInput", cutOutput: false, now: now()))
+        }
+    }
+}
+
+// MARK: - Logging
+
+extension VarlinkServer {
+    /// Logged at most `RateLimiter`'s burst per interval: a hostile client must not flood it.
+    func warn(_ message: String) {
+        let verdict = logLimiter.allow(now: now())
+        guard verdict.allowed else { return }
+        let suffix = verdict.suppressed > 0 ? " (\(verdict.suppressed) similar messages suppressed)" : ""
+        Diagnostics.warning(message + suffix)
+    }
+
+    /// A journal entry (rate-limited like `warn`) for a client refused or cut off by a limit.
+    func reportLimit(_ limit: String, peer: PeerCredentials, _ what: String, detail: String = "") {
+        let verdict = logLimiter.allow(now: now())
+        guard verdict.allowed else { return }
+        let suffix = verdict.suppressed > 0 ? " (\(verdict.suppressed) similar messages suppressed)" : ""
+        let message = "\(what) (pid \(peer.pid), uid \(peer.uid)): \(limit) exceeded\(detail)\(suffix)"
+        guard let log else { return Diagnostics.warning(message) }
+        log(LogEntry(priority: .warning, messageID: MessageID.clientLimit, message: message, fields: [
+            ("SCENED_LIMIT", limit), ("SCENED_CLIENT_PID", String(peer.pid)),
+            ("SCENED_CLIENT_UID", String(peer.uid)), ("SCENED_CLIENT_GID", String(peer.gid)),
+        ]))
     }
 }

@@ -96,7 +96,7 @@ final class StreamFeeds {
             }
             let bytes = Self.encodedEvent(e, withholdRestoration: !policy.maySeePrivateData(conn.peer.identity, app: e.app))
             conn.behindBytes = max(0, conn.behindBytes - bytes.count)
-            _ = conn.machine.on(.streamBehind(bytes: conn.behindBytes))
+            conn.machine.streamBehind(bytes: conn.behindBytes)
             server.appendOutput(conn, bytes)
             if conn.isClosed || !conn.machine.streaming { return }
         }
