@@ -28,6 +28,8 @@ final class Daemon {
     let apps: AppSupervisor
     let feeds: StreamFeeds
     let dispatcher: MethodDispatcher
+    /// What the server hands each connection's calls and stream to, in its turn.
+    private let service: CallService
     let logger: JournalLogger
     let reclaim: ReclaimRunner
     let socketPath: String
@@ -82,7 +84,7 @@ final class Daemon {
                                 simulated: settings.pressureSources.contains(.simulated))
         // One outbox: replies and journal entries wait in it for their batches to commit.
         server = try VarlinkServer(loop: loop, listenFD: listenFD, path: socketPath, limits: settings.limits,
-                                   outbox: logger.outbox)
+                                   outbox: logger.outbox, logger: logger)
         apps = AppSupervisor(host: host, server: server, logger: logger, loop: loop, inbox: inbox,
                              settings: settings, socketPath: socketPath)
         feeds = StreamFeeds(host: host, server: server, apps: apps, policy: settings.accessPolicy)
@@ -90,16 +92,17 @@ final class Daemon {
             MethodDispatcher.Parts(host: host, server: server, apps: apps, feeds: feeds, reclaim: reclaim, logger: logger),
             loader: loader, options: options, settings: settings, configFiles: config.files, version: Self.version,
             startedAt: Clock.monotonic.now(), testHooks: TestingInterface.enabled)
+        service = CallService(dispatcher: dispatcher, feeds: feeds)
     }
 
     func start() throws {
         reclaim.reconfigure(grace: settings.reclaimGrace)
         try addSources()
-        connectServer()
         inbox.open { input in self.handle(input) }
         applyPSI()
         apps.prepareLaunches()
-        try server.start()
+        server.currentBatch = host.gathering
+        try server.start(inbox: inbox)
         // Restored state may have deadlines already past: fire them now, with their events.
         host.tick()
         pass()
@@ -134,31 +137,6 @@ final class Daemon {
         return timer
     }
 
-    /// The server's hooks into the parts that serve calls and streams. They capture the parts
-    /// themselves, never the daemon; `closeAll` drops them.
-    private func connectServer() {
-        let (dispatcher, feeds, apps, host, logger) = (dispatcher, feeds, apps, host, logger)
-        let passStep = timers.pass
-        server.handleCall = { call, conn in dispatcher.handle(call, on: conn) }
-        server.requestPass = { passStep?.trigger() }
-        server.currentBatch = { host.gathering }
-        server.produceStream = { conn in feeds.produce(conn) }
-        server.connectionClosed = { conn in apps.connectionClosed(conn) }
-        server.log = { entry in logger.send(entry) }
-    }
-
-    /// The hooks hold the parts that hold the server: dropped at the end, so that the parts
-    /// (and the store's reader connection with them) are freed before the writer closes the
-    /// database, which then checkpoints and removes its write-ahead log.
-    private func disconnectServer() {
-        server.handleCall = nil
-        server.requestPass = nil
-        server.currentBatch = nil
-        server.produceStream = nil
-        server.connectionClosed = nil
-        server.log = nil
-    }
-
     func run() throws -> Int32 {
         sendStatus(prefix: "READY=1\n")
         if watchdog.passCompleted(now: loop.nowMonotonic) { ServiceManager.notify("WATCHDOG=1") }
@@ -182,7 +160,6 @@ final class Daemon {
         publishCommitted()
         server.flush()
         server.closeAll()
-        disconnectServer()
         apps.awaitStartedApps()
         reclaim.psi?.stop()
         if ownsSocket { unlink(socketPath) }
@@ -208,7 +185,13 @@ final class Daemon {
         case .livelock: onLivelock()
         case .psi(let input): onPSI(input)
         case .appExited(let app): onAppExited(app)
+        case .server(let input): onServer(input)
         }
+    }
+
+    private func onServer(_ input: VarlinkServer.Input) {
+        server.handle(input)
+        if server.takePassRequest() { requestPass() }
     }
 
     private func shutdown() {
@@ -257,11 +240,11 @@ final class Daemon {
     /// re-arm the timers, and — having served — feed the watchdog.
     private func pass() {
         server.beginPass()
-        server.serve()
+        server.serve(service)
         carryOutRequests()
         apps.superviseApps()
-        apps.superviseLaunches()
-        // Calls that waited for a launch ran as their app attached.
+        // Calls that waited for their app's launch run as if just read.
+        for (conn, call) in apps.superviseLaunches() { server.resumeParked(conn, call, service) }
         carryOutRequests()
         measureBeforeDecision()
         evaluateReclaim()
@@ -274,7 +257,7 @@ final class Daemon {
         rearmAppTimer()
         rearmMeasureTimer()
         if watchdog.passCompleted(now: loop.nowMonotonic) { ServiceManager.notify("WATCHDOG=1") }
-        if server.hasWork || apps.wantsPass { requestPass() }
+        if server.takePassRequest() || apps.wantsPass { requestPass() }
     }
 
     /// Hands the gathered changes to the commit thread (or settles a batch that changed
@@ -296,6 +279,7 @@ final class Daemon {
         reportQuarantined()
         guard let finished else {
             server.flush()
+            if server.takePassRequest() { requestPass() }
             return
         }
         watchdog.commitFinished()
@@ -305,7 +289,7 @@ final class Daemon {
         server.flush()
         publishCommitted()
         server.flush()
-        if apps.wantsPass { requestPass() }
+        if server.takePassRequest() || apps.wantsPass { requestPass() }
     }
 
     /// Publishes the events of the batches settled since the last time, once their replies
@@ -333,6 +317,8 @@ final class Daemon {
 
     /// Carries out what a commit settled.
     private func apply(_ progress: EngineHost.Progress) {
+        // Replies the server makes itself (a protocol violation's error) follow the others.
+        server.currentBatch = host.gathering
         switch progress {
         case .nothing:
             return
@@ -578,4 +564,13 @@ final class Daemon {
         if let reloadError { line = "Reload failed (old configuration in force): \(reloadError); " + line }
         return line
     }
+}
+
+/// The server's `ConnectionService`: calls go to the dispatcher, streams to the feeds.
+private struct CallService: ConnectionService {
+    let dispatcher: MethodDispatcher
+    let feeds: StreamFeeds
+
+    func handle(_ call: VarlinkCall, on conn: ClientConnection) { dispatcher.handle(call, on: conn) }
+    func produce(_ conn: ClientConnection) { feeds.produce(conn) }
 }

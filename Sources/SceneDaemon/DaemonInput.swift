@@ -28,6 +28,8 @@ enum DaemonInput {
     case psi(PSISource.Input)
     /// A started app's pidfd became readable.
     case appExited(AppID)
+    /// The listening socket, the clients' epoll set, or one of the server's timers.
+    case server(VarlinkServer.Input)
 }
 
 /// What a method handler asks of the daemon: taken after the handler returns, in the same

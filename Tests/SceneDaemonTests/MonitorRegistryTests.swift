@@ -21,25 +21,7 @@ final class MonitorRegistryTests {
         let path = directory.file("sock")
         let fd = try UnixSocket.listen(path: path, mode: 0o600)
         server = try VarlinkServer(loop: loop, listenFD: fd, path: path, limits: ConnectionLimits())
-        server.currentBatch = { 1 }
-        // org.test.Monitor opens a fan-out monitor, org.test.Attach an attached app's stream; anything
-        // else is a plain call.
-        server.handleCall = { call, conn in
-            switch call.method {
-            case "org.test.Monitor": conn.stream = .monitor(MonitorStream(liveFrom: 0))
-            case "org.test.Attach": conn.stream = .monitor(MonitorStream(liveFrom: 0, attached: true))
-            default:
-                guard !call.oneway else { return }
-                conn.hold(batch: 1) { w in
-                    w.beginObject()
-                    w.key("parameters")
-                    w.beginObject()
-                    w.endObject()
-                    w.endObject()
-                }
-            }
-        }
-        try server.start()
+        try server.start(inbox: LoopInbox())
     }
 
     deinit {
@@ -59,7 +41,7 @@ final class MonitorRegistryTests {
 
     func pass() {
         server.beginPass()
-        server.serve()
+        server.serve(StreamOpener())
         server.enforceGlobalLimits()
         server.flush()
     }
@@ -101,14 +83,20 @@ final class MonitorRegistryTests {
         // One stream ends (as when the machine cuts it off), another becomes an attached app's.
         let remaining = visited()
         try #require(remaining.count == 2)
-        server.connections[remaining[0]]?.stream = nil
-        server.connections[remaining[1]]?.stream = .monitor(MonitorStream(liveFrom: 0, attached: true))
+        // Streams change through the server (an ending, or a stream replaced and reported).
+        let first = try #require(server.connections[remaining[0]])
+        let second = try #require(server.connections[remaining[1]])
+        server.streamEnded(first)
+        second.stream = .monitor(MonitorStream(liveFrom: 0, attached: true))
+        server.streamChanged(second)
         #expect(server.monitors.count == 0)
         #expect(visited().isEmpty)
 
         // Rewriting a monitor's stream in place (as every publish does) keeps one entry.
-        server.connections[remaining[1]]?.stream = .monitor(MonitorStream(liveFrom: 5))
-        server.connections[remaining[1]]?.stream = .monitor(MonitorStream(liveFrom: 9))
+        second.stream = .monitor(MonitorStream(liveFrom: 5))
+        server.streamChanged(second)
+        second.stream = .monitor(MonitorStream(liveFrom: 9))
+        server.streamChanged(second)
         #expect(server.monitors.count == 1)
         #expect(visited() == [remaining[1]])
     }
@@ -144,4 +132,20 @@ final class MonitorRegistryTests {
         #expect(server.monitors.count == 0)
         #expect(server.connections.isEmpty)
     }
+}
+
+/// org.test.Monitor opens a fan-out monitor, org.test.Attach an attached app's stream; anything
+/// else is a plain call.
+private struct StreamOpener: ConnectionService {
+    func handle(_ call: VarlinkCall, on conn: ClientConnection) {
+        switch call.method {
+        case "org.test.Monitor": conn.stream = .monitor(MonitorStream(liveFrom: 0))
+        case "org.test.Attach": conn.stream = .monitor(MonitorStream(liveFrom: 0, attached: true))
+        default:
+            guard !call.oneway else { return }
+            conn.hold(batch: 1) { w in w.reply { _ in } }
+        }
+    }
+
+    func produce(_ conn: ClientConnection) {}
 }

@@ -13,22 +13,20 @@ final class VarlinkServerTests {
     let directory = TemporaryDirectory()
     let loop: EventLoop
     let server: VarlinkServer
-    var batch: UInt64 = 1
-    var handled: [String] = []
+    var batch: UInt64 = 1 {
+        didSet { server.currentBatch = batch }
+    }
+    let service = EchoService()
 
-    init() throws {
-        _ = ignoreSIGPIPE
-        loop = try EventLoop()
-        let path = directory.file("sock")
-        let fd = try UnixSocket.listen(path: path, mode: 0o600)
-        var limits = ConnectionLimits()
-        limits.maxConnectionsPerUser = 3
-        server = try VarlinkServer(loop: loop, listenFD: fd, path: path, limits: limits)
-        server.currentBatch = { [unowned self] in self.batch }
-        server.handleCall = { [unowned self] call, conn in
-            self.handled.append(call.method)
+    /// Answers every call with its method name, in the batch being gathered.
+    final class EchoService: ConnectionService {
+        var batch: UInt64 = 1
+        var handled: [String] = []
+
+        func handle(_ call: VarlinkCall, on conn: ClientConnection) {
+            handled.append(call.method)
             guard !call.oneway else { return }
-            conn.hold(batch: self.batch) { w in
+            conn.hold(batch: batch) { w in
                 w.beginObject()
                 w.key("parameters")
                 w.beginObject()
@@ -38,7 +36,21 @@ final class VarlinkServerTests {
                 w.endObject()
             }
         }
-        try server.start()
+
+        func produce(_ conn: ClientConnection) {}
+    }
+
+    var handled: [String] { service.handled }
+
+    init() throws {
+        _ = ignoreSIGPIPE
+        loop = try EventLoop()
+        let path = directory.file("sock")
+        let fd = try UnixSocket.listen(path: path, mode: 0o600)
+        var limits = ConnectionLimits()
+        limits.maxConnectionsPerUser = 3
+        server = try VarlinkServer(loop: loop, listenFD: fd, path: path, limits: limits)
+        try server.start(inbox: LoopInbox())
     }
 
     deinit {
@@ -70,7 +82,8 @@ final class VarlinkServerTests {
     /// One pass as the daemon runs it, without a commit.
     func pass() {
         server.beginPass()
-        server.serve()
+        service.batch = batch
+        server.serve(service)
         server.enforceGlobalLimits()
         server.flush()
     }

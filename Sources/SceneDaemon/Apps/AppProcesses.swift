@@ -98,6 +98,7 @@ extension AppSupervisor {
 
     /// Once per pass (and before an Attach): deaths noticed, deadlines passed.
     func superviseApps() {
+        for conn in server.takeClosed() { connectionClosed(conn) }
         if !pendingDeaths.isEmpty {
             let deaths = pendingDeaths
             pendingDeaths = []

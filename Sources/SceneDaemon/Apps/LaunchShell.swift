@@ -34,10 +34,12 @@ extension AppSupervisor {
     }
 
     /// Each pass: exits noticed, deadlines passed, suspended apps that may now be frozen,
-    /// waiting calls settled, emptied cgroups removed.
-    func superviseLaunches() {
-        guard !launches.isEmpty || !launchOutcomes.isEmpty || launcher?.pendingCleanUps.isEmpty == false else { return }
+    /// waiting calls settled, emptied cgroups removed. Returns the waiting calls that go ahead,
+    /// for the daemon to run as if just read.
+    func superviseLaunches() -> [(ClientConnection, VarlinkCall)] {
+        guard !launches.isEmpty || !launchOutcomes.isEmpty || launcher?.pendingCleanUps.isEmpty == false else { return [] }
         let now = host.clock.now()
+        var resumed: [(ClientConnection, VarlinkCall)] = []
         if !pendingExits.isEmpty {
             let exits = pendingExits
             pendingExits = []
@@ -59,9 +61,10 @@ extension AppSupervisor {
         if !launchOutcomes.isEmpty {
             let outcomes = launchOutcomes
             launchOutcomes = []
-            for (app, failure, count) in outcomes { settleWaiters(app, failure, count) }
+            for (app, failure, count) in outcomes { resumed += settleWaiters(app, failure, count) }
         }
         if let launcher { for app in launcher.pendingCleanUps { launcher.cleanUp(app) } }
+        return resumed
     }
 
     /// The committed events of started apps, before they are published.
@@ -193,9 +196,10 @@ extension AppSupervisor {
     }
 
     /// The first `count` calls that waited for `app`'s launch (those parked when it settled;
-    /// later ones wait for the next) go ahead, or get LaunchFailed.
-    private func settleWaiters(_ app: AppID, _ failure: String?, _ count: Int) {
-        guard var waiting = parked[app], count > 0 else { return }
+    /// later ones wait for the next) go ahead (returned), or get LaunchFailed.
+    private func settleWaiters(_ app: AppID, _ failure: String?, _ count: Int) -> [(ClientConnection, VarlinkCall)] {
+        guard var waiting = parked[app], count > 0 else { return [] }
+        var resumed: [(ClientConnection, VarlinkCall)] = []
         let settled = waiting.prefix(count)
         waiting.removeFirst(min(count, waiting.count))
         parked[app] = waiting.isEmpty ? nil : waiting
@@ -210,9 +214,10 @@ extension AppSupervisor {
                 }
                 server.streamEnded(conn)
             } else {
-                server.resumeParked(conn, call)
+                resumed.append((conn, call))
             }
         }
+        return resumed
     }
 
     /// At a clean shutdown, before the last commit: the processes scened started end with it

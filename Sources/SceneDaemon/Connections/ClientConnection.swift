@@ -20,25 +20,16 @@ final class ClientConnection {
     var machine: ConnectionMachine
     var source: IOSource?
 
-    /// Where its replies wait for their batch to commit (shared by all connections).
-    unowned let outbox: Outbox
-    /// The server's fan-out monitors, which this connection joins while its stream is one.
-    unowned let monitors: MonitorRegistry
+    /// Where its replies wait for their batch to commit (shared by all connections; it holds
+    /// replies by connection number, never the connection).
+    let outbox: Outbox
 
     /// An open `more` call. Varlink does not multiplex: until it ends, no other call of this
     /// connection is processed.
-    var stream: ReplyStream? {
-        didSet {
-            // Only a change of membership touches the registry: a monitor's stream is rewritten
-            // at every publish, possibly while the registry is being walked.
-            let fanOut = stream?.isFanOutMonitor ?? false
-            if fanOut != isFanOutMonitor {
-                isFanOutMonitor = fanOut
-                monitors.update(self, fanOut: fanOut)
-            }
-        }
-    }
-    private(set) var isFanOutMonitor = false
+    var stream: ReplyStream?
+    /// Whether the server has it among its fan-out monitors (`MonitorRegistry`); the server
+    /// brings it in line with `stream` after every step.
+    var isFanOutMonitor = false
 
     /// Set by the handler of the call being made when that call is an answer with a deadline
     /// of seconds (an app's Acknowledge); the machine keeps it, for judging whether the client
@@ -62,11 +53,10 @@ final class ClientConnection {
     var appliedInterest = ConnectionMachine.Interest(read: false, write: false, registered: false)
 
     init(number: Int, slot: Int, fd: Int32, peer: PeerCredentials, limits: VarlinkConnection.Limits,
-         machine: ConnectionMachine, outbox: Outbox, monitors: MonitorRegistry) {
+         machine: ConnectionMachine, outbox: Outbox) {
         self.number = number
         self.slot = slot
         self.outbox = outbox
-        self.monitors = monitors
         self.fd = fd
         self.peer = peer
         self.machine = machine

@@ -58,7 +58,7 @@ final class VarlinkServer {
     /// Replies held until their batch commits (with the journal entries of the same batches).
     let outbox: Outbox
     /// The connections with a fan-out Monitor stream, which each publish walks.
-    let monitors = MonitorRegistry()
+    private(set) var monitors = MonitorRegistry()
 
     /// Bytes written for clients and not yet taken by them (replies still held for a commit
     /// wait on us, not on the client, and are bounded by each connection's high-water mark),
@@ -70,18 +70,27 @@ final class VarlinkServer {
     var readBuffer = [UInt8](repeating: 0, count: 65536)
     var logLimiter = RateLimiter()
 
-    /// Set by the daemon: handles one call (holding its reply in the connection).
-    var handleCall: ((VarlinkCall, ClientConnection) -> Void)?
-    /// Set by the daemon: produces the next part of a stream.
-    var produceStream: ((ClientConnection) -> Void)?
-    /// Set by the daemon: asks for a loop pass.
-    var requestPass: (() -> Void)?
-    /// A connection was closed, for whatever reason (an attached app's process may be gone).
-    var connectionClosed: ((ClientConnection) -> Void)?
-    /// Set by the daemon: the batch replies made now depend on.
-    var currentBatch: (() -> UInt64)?
-    /// Set by the daemon: where structured entries go (the journal); stderr without it.
-    var log: ((LogEntry) -> Void)?
+    /// The batch replies made now depend on: told by the daemon whenever it changes.
+    var currentBatch: UInt64 = 1
+    /// Where structured entries go (the journal); stderr without one.
+    let logger: JournalLogger?
+    /// Something wants another pass (a connection queued, output to flush, a connection
+    /// closed): the daemon asks with `takePassRequest` after each call into the server.
+    private var passRequested = false
+    /// Connections closed since the daemon last asked (`takeClosed`): an attached app's
+    /// process may be gone with one.
+    private var closed: [ClientConnection] = []
+    /// Shutting down: closes are not reported (the apps attached are not dying).
+    private var closingAll = false
+
+    /// What the server's loop sources report (`DaemonInput.server`), for `handle`.
+    enum Input {
+        case listenReady
+        case pollerReady
+        case resumeAccepting
+        case contentionEnded
+        case clockTick
+    }
 
     static let protocolViolationError = "io.scened.Manager.ProtocolViolation"
     /// Refused connections kept open at once to deliver their error; beyond, best effort.
@@ -90,9 +99,11 @@ final class VarlinkServer {
     /// are cut off by MaxBufferedOutput.
     static let staleOutput: UInt64 = 200_000
 
-    init(loop: EventLoop, listenFD: Int32, path: String, limits: ConnectionLimits, outbox: Outbox = Outbox()) throws {
+    init(loop: EventLoop, listenFD: Int32, path: String, limits: ConnectionLimits, outbox: Outbox = Outbox(),
+         logger: JournalLogger? = nil) throws {
         self.loop = loop
         self.outbox = outbox
+        self.logger = logger
         self.listenFD = listenFD
         self.path = path
         self.limits = limits
@@ -100,21 +111,49 @@ final class VarlinkServer {
         budget = limits.connectionBudget
     }
 
-    func start() throws {
-        let me = Unmanaged.passUnretained(self)
-        listenSource = try loop.addIO(fd: listenFD, events: .readable) { _ in me.takeUnretainedValue().acceptPending() }
-        pollerSource = try loop.addIO(fd: poller.fd, events: .readable) { _ in
-            // Only a wake-up: the pass collects. Quiet until then, so it cannot fire in a loop.
-            let server = me.takeUnretainedValue()
-            server.armPoller(false)
-            server.requestPass?()
+    /// Adds the server's loop sources; each posts its `Input` to `inbox`.
+    func start(inbox: LoopInbox<DaemonInput>) throws {
+        listenSource = try loop.addIO(fd: listenFD, events: .readable, posting: { _ in .server(.listenReady) }, to: inbox)
+        pollerSource = try loop.addIO(fd: poller.fd, events: .readable, posting: { _ in .server(.pollerReady) }, to: inbox)
+        resumeTimer = try disarmedTimer(accuracy: 10_000, .server(.resumeAccepting), inbox)
+        contentionTimer = try disarmedTimer(accuracy: 1_000, .server(.contentionEnded), inbox)
+        clockTimer = try disarmedTimer(accuracy: 50_000, .server(.clockTick), inbox)
+    }
+
+    private func disarmedTimer(accuracy: UInt64, _ input: DaemonInput, _ inbox: LoopInbox<DaemonInput>) throws -> TimerSource {
+        let timer = try loop.addTimer(at: UInt64.max, accuracy: accuracy, posting: input, to: inbox)
+        timer.disarm()
+        return timer
+    }
+
+    /// One of its loop sources fired.
+    func handle(_ input: Input) {
+        switch input {
+        case .listenReady: acceptPending()
+        case .pollerReady: pollerWoke()
+        case .resumeAccepting: resumeAccepting()
+        case .contentionEnded: contentionEnded()
+        case .clockTick: tickClocks()
         }
-        resumeTimer = try loop.addTimer(at: UInt64.max, accuracy: 10_000) { me.takeUnretainedValue().resumeAccepting() }
-        resumeTimer?.disarm()
-        contentionTimer = try loop.addTimer(at: UInt64.max, accuracy: 1_000) { me.takeUnretainedValue().contentionEnded() }
-        contentionTimer?.disarm()
-        clockTimer = try loop.addTimer(at: UInt64.max, accuracy: 50_000) { me.takeUnretainedValue().tickClocks() }
-        clockTimer?.disarm()
+    }
+
+    /// Only a wake-up: the pass collects. Quiet until then, so it cannot fire in a loop.
+    private func pollerWoke() {
+        armPoller(false)
+        passRequested = true
+    }
+
+    /// Whether a pass is wanted since the last time (then the daemon triggers one).
+    func takePassRequest() -> Bool {
+        defer { passRequested = false }
+        return passRequested || scheduler.hasWork
+    }
+
+    /// The connections closed since the last time.
+    func takeClosed() -> [ClientConnection] {
+        guard !closed.isEmpty else { return [] }
+        defer { closed.removeAll() }
+        return closed
     }
 
     var connectionCount: Int { connections.count }
@@ -168,7 +207,7 @@ final class VarlinkServer {
         var wireLimits = VarlinkConnection.Limits()
         wireLimits.maxMessageBytes = limits.maxMessageSize
         let conn = ClientConnection(number: nextNumber, slot: scheduler.admit(), fd: fd, peer: peer, limits: wireLimits,
-                                    machine: machine, outbox: outbox, monitors: monitors)
+                                    machine: machine, outbox: outbox)
         conn.lastWriteProgress = now()
         nextNumber += 1
         do {
@@ -246,16 +285,17 @@ final class VarlinkServer {
         if (try? source.setEvents(armed ? .readable : [])) != nil { pollerArmed = armed }
     }
 
-    /// Gives each connection that was ready at the start of the pass one turn.
-    func serve() {
+    /// Gives each connection that was ready at the start of the pass one turn. `service`
+    /// answers its calls and produces its stream; it is used for this pass only.
+    func serve(_ service: some ConnectionService) {
         guard scheduler.hasReady else { return }
         let competing = scheduler.takeTurns(into: &turns, now: now())
         for slot in turns {
             guard let conn = bySlot[slot] else { continue }
             let (contended, reserved) = scheduler.beginTurn(slot, competing: competing)
-            run(conn, conn.machine.on(.turnBegan(contended: contended, reserved: reserved)))
+            run(conn, conn.machine.on(.turnBegan(contended: contended, reserved: reserved)), service)
             if !conn.isClosed, conn.machine.mayProduce {
-                produceStream?(conn)
+                service.produce(conn)
                 if !conn.isClosed, conn.stream != nil { noteStream(conn) }
             }
             afterStep(conn)
@@ -277,7 +317,9 @@ final class VarlinkServer {
         afterStep(conn)
     }
 
-    func run(_ conn: ClientConnection, _ first: ConnectionMachine.Action) {
+    /// Carries out the machine's actions. Calls are handled only in a connection's turn (with
+    /// a `service`); elsewhere they wait for it, as the scheduler queues the connection.
+    func run(_ conn: ClientConnection, _ first: ConnectionMachine.Action, _ service: (some ConnectionService)? = NoService?.none) {
         var action = first
         while true {
             switch action {
@@ -286,7 +328,8 @@ final class VarlinkServer {
             case .read:
                 action = read(conn)
             case .handleCalls:
-                action = handleCalls(conn)
+                guard let service else { return }
+                action = handleCalls(conn, service)
             case .write:
                 markDirty(conn)
                 return
@@ -334,12 +377,13 @@ final class VarlinkServer {
         }
         let follow = scheduler.afterStep(conn.slot, needsService: m.needsService, waitsForBudget: m.waitsForBudget,
                                          passBudgetSpent: m.passBudgetSpent, needsClock: m.needsClock)
-        if follow.contains(.requestPass) { requestPass?() }
+        if follow.contains(.requestPass) { passRequested = true }
         if follow.contains(.armClock) { armClock() }
+        monitors.sync(conn)
     }
 
     private func markDirty(_ conn: ClientConnection) {
-        if scheduler.markDirty(conn.slot) { requestPass?() }
+        if scheduler.markDirty(conn.slot) { passRequested = true }
     }
 
     static func events(_ interest: ConnectionMachine.Interest) -> IOEvents {
@@ -389,6 +433,7 @@ final class VarlinkServer {
         conn.accountedUnsent = 0
         conn.accountedPartial = 0
         conn.stream = nil
+        monitors.sync(conn)
         conn.dropHeld()
         if conn.machine.refused {
             refusing -= 1
@@ -396,13 +441,17 @@ final class VarlinkServer {
             perUser[conn.peer.uid] = n > 1 ? n - 1 : nil
         }
         if acceptPaused { resumeAccepting() }
-        connectionClosed?(conn)
+        if !closingAll {
+            closed.append(conn)
+            passRequested = true
+        }
     }
 
     func closeAll() {
         // Shutting down is not the death of the apps attached: they attach again after the
         // restart and carry on.
-        connectionClosed = nil
+        closingAll = true
+        closed.removeAll()
         for conn in Array(connections.values) { close(conn) }
         listenSource?.cancel()
         listenSource = nil
@@ -506,7 +555,7 @@ extension VarlinkServer {
     }
 
     /// Handles complete calls, in order, for as long as the machine allows.
-    func handleCalls(_ conn: ClientConnection) -> ConnectionMachine.Action {
+    func handleCalls(_ conn: ClientConnection, _ service: some ConnectionService) -> ConnectionMachine.Action {
         while conn.machine.mayHandleCalls {
             switch conn.wire.nextCall() {
             case .needMoreData:
@@ -514,7 +563,7 @@ extension VarlinkServer {
             case .violation:
                 return conn.machine.on(.protocolViolation(now: now()))
             case .call(let call):
-                handle(call, on: conn)
+                handle(call, on: conn, service)
             }
         }
         return .none
@@ -522,9 +571,9 @@ extension VarlinkServer {
 
     /// Runs one call, then tells the machine (which judges whether the client is interactive)
     /// and the scheduler (which enrols it in the batch and weighs the contention).
-    private func handle(_ call: VarlinkCall, on conn: ClientConnection) {
+    private func handle(_ call: VarlinkCall, on conn: ClientConnection, _ service: some ConnectionService) {
         conn.machine.callBegins()
-        handleCall?(call, conn)
+        service.handle(call, on: conn)
         callsHandled &+= 1
         // A handler may end its own connection; then its slot is no longer its.
         guard !conn.isClosed else { return }
@@ -538,10 +587,10 @@ extension VarlinkServer {
 
     /// A call that waited (its app's process was starting) runs now, as if it had just been
     /// read; then the connection takes its next calls again.
-    func resumeParked(_ conn: ClientConnection, _ call: VarlinkCall) {
+    func resumeParked(_ conn: ClientConnection, _ call: VarlinkCall, _ service: some ConnectionService) {
         conn.stream = nil
         conn.machine.callBegins()
-        handleCall?(call, conn)
+        service.handle(call, on: conn)
         callsHandled &+= 1
         guard !conn.isClosed else { return }
         scheduler.enrol(conn.slot)
@@ -580,7 +629,7 @@ extension VarlinkServer {
     /// The violation's error is held like a reply, so that it follows the replies before it.
     func sendViolation(_ conn: ClientConnection) -> ConnectionMachine.Action {
         let violation = conn.wire.violation ?? ProtocolViolation(reason: .invalidJSON, message: "protocol violation")
-        conn.holdRaw(violation.errorReply(errorName: Self.protocolViolationError), batch: currentBatch?() ?? 0)
+        conn.holdRaw(violation.errorReply(errorName: Self.protocolViolationError), batch: currentBatch)
         warn("client \(conn.number) (\(conn.peer)) broke the protocol: \(violation.message)")
         return .none
     }
@@ -604,7 +653,7 @@ extension VarlinkServer {
             conn.wire.enqueue(bytes)
             return conn.machine.on(.outputAdded(bytes: bytes.count))
         }
-        conn.holdError(batch: currentBatch?() ?? 0, error)
+        conn.holdError(batch: currentBatch, error)
         return .none
     }
 
@@ -668,10 +717,24 @@ extension VarlinkServer {
         guard verdict.allowed else { return }
         let suffix = verdict.suppressed > 0 ? " (\(verdict.suppressed) similar messages suppressed)" : ""
         let message = "\(what) (pid \(peer.pid), uid \(peer.uid)): \(limit) exceeded\(detail)\(suffix)"
-        guard let log else { return Diagnostics.warning(message) }
-        log(LogEntry(priority: .warning, messageID: MessageID.clientLimit, message: message, fields: [
+        guard let logger else { return Diagnostics.warning(message) }
+        logger.send(LogEntry(priority: .warning, messageID: MessageID.clientLimit, message: message, fields: [
             ("SCENED_LIMIT", limit), ("SCENED_CLIENT_PID", String(peer.pid)),
             ("SCENED_CLIENT_UID", String(peer.uid)), ("SCENED_CLIENT_GID", String(peer.gid)),
         ]))
     }
+}
+
+/// Whoever answers the calls and produces the streams of the server's connections: handed to
+/// `serve` and `resumeParked` for their duration and never kept, so the server holds no
+/// reference to the parts that answer calls.
+protocol ConnectionService {
+    func handle(_ call: VarlinkCall, on conn: ClientConnection)
+    func produce(_ conn: ClientConnection)
+}
+
+/// The absence of a service, for steps outside a connection's turn.
+enum NoService: ConnectionService {
+    func handle(_ call: VarlinkCall, on conn: ClientConnection) {}
+    func produce(_ conn: ClientConnection) {}
 }
