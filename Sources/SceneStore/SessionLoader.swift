@@ -53,18 +53,7 @@ struct SessionLoader: Sendable {
 
     private func read(_ db: SQLiteConnection, _ range: ClosedRange<Int64>, _ buffer: UnsafeMutablePointer<SceneSession>,
                       _ capacity: Int, _ rows: inout Rows) throws(StoreError) {
-        // Deferred, a large payload reads as NULL: SQLite then never loads its overflow pages.
-        let limit = savedPayloadInlineLimit
-        let payloads = deferring
-            ? "CASE WHEN user_info_size <= \(limit) THEN user_info END, "
-                + "CASE WHEN restoration_size <= \(limit) THEN restoration END"
-            : "user_info, restoration"
-        let s = try db.prepare("""
-            SELECT id, app, role, configuration, \(payloads), footprint, condition, scene_state,
-                   scene_instance, created_at, last_active_at, background_since, activations, restores,
-                   restore_cost_ms, protected, activation_score, user_info_size, restoration_size
-            FROM sessions WHERE id BETWEEN \(range.lowerBound) AND \(range.upperBound) ORDER BY id
-            """, persistent: false, "loading sessions")
+        let s = try prepareSelect(db, range)
         defer { s.finalize() }
         // Local copies: elements of a let array are lent to the calls below without the
         // reference counting (and exclusivity checks) that reading through `self` costs.
@@ -90,22 +79,7 @@ struct SessionLoader: Sendable {
             } else {
                 check.fail("configuration reference \(configurationRef) names no configuration")
             }
-            var userInfo: SavedPayload<UserInfo>
-            var restoration: SavedPayload<RestorationData?>
-            if deferring {
-                let userInfoSize = check.integer(18, "user_info_size")
-                let restorationSize = check.integer(19, "restoration_size")
-                if check.isValid && (userInfoSize < 0 || restorationSize < 0) {
-                    check.fail("a payload size is negative (\(userInfoSize), \(restorationSize))")
-                }
-                userInfo = userInfoSize > limit ? .stored(byteCount: Int(userInfoSize))
-                    : .held(UserInfo(json: check.jsonObject(4, "user_info")))
-                restoration = restorationSize > limit ? .stored(byteCount: Int(restorationSize))
-                    : .held(check.restoration(5, "restoration"))
-            } else {
-                userInfo = .held(UserInfo(json: check.jsonObject(4, "user_info")))
-                restoration = .held(check.restoration(5, "restoration"))
-            }
+            let (userInfo, restoration) = payloads(&check)
             let footprint = check.unsigned(6, "footprint")
             let conditionCode = check.integer(7, "condition")
             let condition = StorageCodes.storedCondition(conditionCode)
@@ -141,6 +115,41 @@ struct SessionLoader: Sendable {
                 restores: restores, restoreCostMs: restoreCost, isProtected: isProtected, activationScore: s.double(17)))
             rows.written += 1
         }
+    }
+
+    /// The select of `range`'s rows, in id order.
+    private func prepareSelect(_ db: SQLiteConnection, _ range: ClosedRange<Int64>) throws(StoreError) -> Statement {
+        // Deferred, a large payload reads as NULL: SQLite then never loads its overflow pages.
+        let limit = savedPayloadInlineLimit
+        let payloads = deferring
+            ? "CASE WHEN user_info_size <= \(limit) THEN user_info END, "
+                + "CASE WHEN restoration_size <= \(limit) THEN restoration END"
+            : "user_info, restoration"
+        return try db.prepare("""
+            SELECT id, app, role, configuration, \(payloads), footprint, condition, scene_state,
+                   scene_instance, created_at, last_active_at, background_since, activations, restores,
+                   restore_cost_ms, protected, activation_score, user_info_size, restoration_size
+            FROM sessions WHERE id BETWEEN \(range.lowerBound) AND \(range.upperBound) ORDER BY id
+            """, persistent: false, "loading sessions")
+    }
+
+    /// The row's userInfo and restoration data; deferred, a large one only by its size.
+    @inline(__always)
+    private func payloads(_ check: inout RowCheck) -> (SavedPayload<UserInfo>, SavedPayload<RestorationData?>) {
+        guard deferring else {
+            return (.held(UserInfo(json: check.jsonObject(4, "user_info"))), .held(check.restoration(5, "restoration")))
+        }
+        let limit = Int64(savedPayloadInlineLimit)
+        let userInfoSize = check.integer(18, "user_info_size")
+        let restorationSize = check.integer(19, "restoration_size")
+        if check.isValid && (userInfoSize < 0 || restorationSize < 0) {
+            check.fail("a payload size is negative (\(userInfoSize), \(restorationSize))")
+        }
+        let userInfo: SavedPayload<UserInfo> = userInfoSize > limit ? .stored(byteCount: Int(userInfoSize))
+            : .held(UserInfo(json: check.jsonObject(4, "user_info")))
+        let restoration: SavedPayload<RestorationData?> = restorationSize > limit ? .stored(byteCount: Int(restorationSize))
+            : .held(check.restoration(5, "restoration"))
+        return (userInfo, restoration)
     }
 
     /// The app a session or task row names, if it is stored and not quarantined.
