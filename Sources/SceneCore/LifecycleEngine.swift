@@ -110,8 +110,8 @@ public struct LifecycleEngine: Sendable {
         candidates = CandidateIndex(restoring: collected)
     }
 
-    /// One restored session, checked and fixed up in place (no copy of the record, whose
-    /// reference counting a million times over is a tenth of the restore); returns its app's slot.
+    /// One restored session, checked and fixed up in place (a copy of the record would retain
+    /// and release its references, for every session of the table); returns its app's slot.
     private mutating func restore(_ session: inout SceneSession, _ cache: inout AppSlotCache) throws(LifecycleError) -> Int {
         guard let slot = cache.slot(of: session.app, in: apps) else {
             throw .invalidArgument(name: "snapshot", reason: "session \(session.id) belongs to unknown app \(session.app)")

@@ -1,10 +1,9 @@
 import CSQLite
 import SceneCore
 
-/// Reads and checks sessions rows: the hot path of start-up. A million rows take about 1.3 s
-/// of one core (SQLite's stepping and column reads are half of it), so a large table is read in
-/// two id ranges at once, each on its own connection and thread (`SceneStore.loadSessions`),
-/// each writing its sessions straight into its own part of the one array the engine adopts.
+/// Reads and checks sessions rows: the hot path of start-up, so a large table is read in two
+/// id ranges at once, each on its own connection and thread (`SceneStore.loadSessions`), each
+/// writing its sessions straight into its own part of the one array the engine adopts.
 ///
 /// App ids and configuration names come from the store's dictionaries by index, so every
 /// session shares one copy of each; only userInfo and restoration data are decoded (and
@@ -19,7 +18,7 @@ struct SessionLoader: Sendable {
     /// The same loader with app ids and configuration names of its own storage, for the
     /// helper thread: every session holds a reference to its app id and configuration name,
     /// and two threads counting references on the same few strings contend for their cache
-    /// lines (measured: the main thread's half took 10-30 % longer when they shared them).
+    /// lines.
     func withOwnStrings() -> SessionLoader {
         func copy(_ s: String) -> String { String(decoding: Array(s.utf8), as: UTF8.self) }
         return SessionLoader(appsByRef: appsByRef.map { $0.flatMap { AppID(copy($0.rawValue)) } },
