@@ -291,6 +291,7 @@ extension ReclaimPolicy {
     /// 1 / bytes (uses + 1 ≥ 1, the cost factor ≥ 1), so once a bucket's smallest possible
     /// score is above the worst score kept, no scene after it can be kept. The other orders
     /// rank by what the score does not bound and read every entry.
+    @inline(__always)
     private func offerIndexedScenes(to best: inout BoundedHeap, engine: LifecycleEngine, eligibility e: Eligibility,
                                     now: Timestamp, after: SortKey?, nextUse: ((SessionID) -> Timestamp?)?) {
         let index = engine.candidates
@@ -356,6 +357,7 @@ extension ReclaimPolicy {
 
     /// At critical, the suspended processes with memory of their own, each first held to a
     /// bound on its score from the index's sums (`ours`), then summed exactly.
+    @inline(__always)
     private func offerProcesses(to best: inout BoundedHeap, engine: LifecycleEngine, meanCost: Double, now: Timestamp,
                                 after: SortKey?, nextUse: ((SessionID) -> Timestamp?)?, suspendedWithMemory: [Int],
                                 processes: inout [AppID]) {

@@ -196,6 +196,7 @@ extension ReclaimPolicy {
     /// The pass over the sessions: eligible background scenes become candidates (unscored),
     /// young ones at warning are withheld. Returns the candidates' summed restore costs and
     /// the previous scene.
+    @inline(__always)
     private func addScenes(to pool: inout VictimPool, engine: LifecycleEngine, critical: Bool, now: Timestamp,
                            nextUse: ((SessionID) -> Timestamp?)?) -> (costSum: Double, previous: PreviousScene?) {
         pool.candidates.reserveCapacity(engine.sessions.count)
@@ -240,6 +241,7 @@ extension ReclaimPolicy {
     /// it, as jetsam kills: no callbacks). One whose scenes are all chosen is terminated when
     /// the batch is assembled (see `takeVictims`), so only processes with their own memory
     /// need a candidate here. Its score: the loss of its scenes per byte freed.
+    @inline(__always)
     private func addProcesses(to pool: inout VictimPool, engine: LifecycleEngine, meanCost: Double, now: Timestamp,
                               nextUse: ((SessionID) -> Timestamp?)?) {
         let records = engine.apps.records
