@@ -4,8 +4,8 @@
 public enum VictimSelection: Sendable {
     /// The engine's `CandidateIndex`, keeping only the best few per pass (the default).
     case index
-    /// Every session through the engine's dictionary, all candidates in a heap: the way
-    /// decisions were made before the index; kept to compare against.
+    /// Every session through the engine's session table, all candidates in a heap: the
+    /// reference the index's victims are checked against.
     case scan
 }
 
