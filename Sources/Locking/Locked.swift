@@ -12,16 +12,16 @@ import Synchronization
 /// Under ThreadSanitizer (`Fuzz/sanitize thread` builds with `-DSCENED_PTHREAD_LOCK`) it is a
 /// pthread mutex instead: on Linux `Mutex` locks with futexes inside the uninstrumented
 /// standard library, so ThreadSanitizer does not see it and reports every access it guards as
-/// a race (it did, when LoadHeartbeat used it), and a probe of `Mutex` under it crashed the
-/// sanitizer's runtime. ThreadSanitizer does see pthread mutexes; both give `withLock` the same
-/// meaning, so what it checks (every shared access under the lock) holds for both.
+/// a race, and `Mutex` under it can crash the sanitizer's runtime. ThreadSanitizer does see
+/// pthread mutexes; both give `withLock` the same meaning, so what it checks (every shared
+/// access under the lock) holds for both.
 public final class Locked<Value>: @unchecked Sendable {
     // @unchecked: the lock is the synchronisation; the value is reached only inside withLock.
 #if SCENED_PTHREAD_LOCK
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     /// The value and a spare byte: a zero-sized value (`Locked(())`) would share its address with
-    /// `mutex`, and ThreadSanitizer took the exclusive access `body(&value)` makes for a write
-    /// of the pointer that another thread reads before it locks (a false race, seen in CI).
+    /// `mutex`, and ThreadSanitizer would take the exclusive access `body(&value)` makes for a
+    /// write of the pointer that another thread reads before it locks (a false race).
     private var storage: (value: Value, padding: UInt8)
 
     public init(_ value: Value) {

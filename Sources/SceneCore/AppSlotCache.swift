@@ -1,9 +1,9 @@
 /// App slots found by the address of the id's UTF-8 storage, for the restore of a large table:
 /// the store hands every session one of a few strings per app (its app record's, or the copy
-/// its loading thread read with), so the address finds the slot that hashing the string would
-/// (hashing was a tenth of the restore at a million sessions). A hit is confirmed by comparing
-/// the ids, which for one storage is a comparison of two words; a miss goes to the table, and
-/// the address it resolved is kept for the next session that holds the same string.
+/// its loading thread read with), so the address finds the slot without hashing the string
+/// for every session. A hit is confirmed by comparing the ids, which for one storage is a
+/// comparison of two words; a miss goes to the table, and the address it resolved is kept for
+/// the next session that holds the same string.
 struct AppSlotCache {
     private var keys: [UInt]
     private var slots: [Int32]

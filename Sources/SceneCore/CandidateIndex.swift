@@ -33,7 +33,7 @@ public struct CandidateIndex: Sendable, Equatable {
         }
 
         /// The same, field by field through the pointer: `s.pointee` handed to the init above
-        /// is copied, its references retained and released (measured; see `Collector.offer`).
+        /// is copied, its references retained and released (see `Collector.offer`).
         @inline(__always)
         init(_ s: UnsafePointer<SceneSession>) {
             id = s.pointee.id
@@ -332,7 +332,7 @@ public struct CandidateIndex: Sendable, Equatable {
     }
 
     /// The entries of a table being restored, gathered in the pass that fixes its sessions up
-    /// (a pass of its own over a million sessions is 30 ms of reading memory).
+    /// (a pass of its own would read every session from memory once more).
     struct Collector {
         var entries: [Entry] = []
 
@@ -340,8 +340,8 @@ public struct CandidateIndex: Sendable, Equatable {
         init(capacity: Int) { entries.reserveCapacity(capacity) }
 
         /// Read through the pointer, field by field: a session read as a value (even to a
-        /// borrowing parameter) was copied, its two references retained and released, which
-        /// cost more than all the rest of the build.
+        /// borrowing parameter) is copied, its two references retained and released, which
+        /// would cost more than all the rest of the build.
         @inline(__always)
         mutating func offer(_ s: UnsafePointer<SceneSession>) {
             if CandidateIndex.belongs(s) { entries.append(Entry(s)) }
@@ -349,8 +349,8 @@ public struct CandidateIndex: Sendable, Equatable {
     }
 
     /// The index of the gathered entries, in the order gathered: what inserting them one by
-    /// one gives, but in passes over flat arrays sized first (entry by entry, through nested
-    /// arrays grown and checked per entry, it was a fifth of start-up at a million sessions).
+    /// one gives, but in passes over flat arrays sized first: entry by entry, nested arrays
+    /// would be grown and checked for every entry, a large share of a big table's start-up.
     init(restoring collected: consuming Collector) {
         var gathered = collected.entries
         collected.entries = []

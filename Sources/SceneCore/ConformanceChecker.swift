@@ -109,333 +109,409 @@ public struct ConformanceChecker: Sendable {
     /// Checks one event against everything seen before it, and records it.
     @discardableResult
     public mutating func check(_ e: LifecycleEvent) -> [ConformanceViolation] {
-        var found: [ConformanceViolation] = []
-        func flag(_ rule: ConformanceRule, _ message: String, session: SessionID? = e.session) {
-            found.append(ConformanceViolation(rule: rule, seq: e.seq, app: e.app, session: session, message: message))
-        }
+        var found = Findings(event: e)
         eventsChecked += 1
+        checkStream(e, &found)
+        var app = apps[e.app] ?? AppModel()
+        checkChain(e, app.expect, &found)
+        app.expect = .none
+        checkProcessRuns(e, app.process, &found)
+        let expectedState = apply(e, to: &app, &found)
+        noteBackground(e, &app)
+        checkStates(e, expected: expectedState, app, &found)
+        app.previous = e.name
+        apps[e.app] = app
+        violations += found.list
+        return found.list
+    }
 
-        // The stream: sequence numbers only grow, time never goes back.
+    /// The violations found in one event, each tagged with it.
+    struct Findings {
+        let event: LifecycleEvent
+        var list: [ConformanceViolation] = []
+
+        /// A violation concerning the event's own session.
+        mutating func flag(_ rule: ConformanceRule, _ message: String) {
+            flag(rule, message, session: event.session)
+        }
+
+        mutating func flag(_ rule: ConformanceRule, _ message: String, session: SessionID?) {
+            list.append(ConformanceViolation(rule: rule, seq: event.seq, app: event.app, session: session,
+                                             message: message))
+        }
+    }
+
+    /// The stream: sequence numbers only grow, time never goes back; a discarded session is
+    /// never mentioned again (R15); scene events name their session and instance.
+    private mutating func checkStream(_ e: LifecycleEvent, _ found: inout Findings) {
         if let last = lastSeq {
             if e.seq <= last {
-                flag(.stream, "sequence number \(e.seq) does not grow (previous \(last))")
+                found.flag(.stream, "sequence number \(e.seq) does not grow (previous \(last))")
             } else if options.consecutiveSequence && e.seq != last + 1 {
-                flag(.stream, "sequence number \(e.seq) skips (previous \(last))")
+                found.flag(.stream, "sequence number \(e.seq) skips (previous \(last))")
             }
         }
-        if let t = lastTime, e.time < t { flag(.stream, "time \(e.time) goes back (previous \(t))") }
+        if let t = lastTime, e.time < t { found.flag(.stream, "time \(e.time) goes back (previous \(t))") }
         lastSeq = max(lastSeq ?? 0, e.seq)
         lastTime = max(lastTime ?? e.time, e.time)
 
-        // R15: a discarded session is never mentioned again.
         for s in e.sessionsConcerned where discarded.contains(s) {
-            flag(.R15, "event concerns session \(s), which was discarded", session: s)
+            found.flag(.R15, "event concerns session \(s), which was discarded", session: s)
         }
         if e.name.isSceneCallback || e.name == .configurationForConnecting {
-            if e.session == nil { flag(.stream, "\(e.name) without a session") }
-            if e.sceneInstance == 0 { flag(.stream, "\(e.name) without a scene instance") }
+            if e.session == nil { found.flag(.stream, "\(e.name) without a session") }
+            if e.sceneInstance == 0 { found.flag(.stream, "\(e.name) without a scene instance") }
         }
+    }
 
-        var app = apps[e.app] ?? AppModel()
-
-        // Fixed chains: what the previous event of this app demands of this one.
-        switch app.expect {
+    /// Fixed chains: what the previous event of this app demands of this one (R5, R22, R27).
+    private func checkChain(_ e: LifecycleEvent, _ expect: Expectation, _ found: inout Findings) {
+        switch expect {
         case .none:
             break
         case .willConnect(let s):
             if !(e.name == .willConnectTo && e.session == s) {
-                flag(.R27, "configurationForConnecting(\(s)) must be followed by willConnectTo(\(s)), got \(e.name)")
+                found.flag(.R27, "configurationForConnecting(\(s)) must be followed by willConnectTo(\(s)), got \(e.name)")
             }
         case .firstState(let s):
             if !((e.name == .willEnterForeground || e.name == .didEnterBackground) && e.session == s) {
-                flag(.R27, "willConnectTo(\(s)) must be followed by willEnterForeground or didEnterBackground of \(s), got \(e.name)")
+                found.flag(.R27, "willConnectTo(\(s)) must be followed by willEnterForeground or didEnterBackground of \(s), got \(e.name)")
             }
         case .becomeActive(let s):
             if options.strict && !(e.name == .didBecomeActive && e.session == s) {
-                flag(.R5, "willEnterForeground(\(s)) must be followed by didBecomeActive(\(s)), got \(e.name)")
+                found.flag(.R5, "willEnterForeground(\(s)) must be followed by didBecomeActive(\(s)), got \(e.name)")
             }
         case .terminated:
-            if e.name != .terminated { flag(.R22, "willTerminate must be followed by the process's death, got \(e.name)") }
-        }
-        app.expect = .none
-
-        // Callbacks need a running process (R19, R21, R22, R25).
-        if e.name.isCallback && e.name != .didFinishLaunching {
-            switch app.process {
-            case .running:
-                break
-            case .notRunning:
-                flag(.R19, "\(e.name) delivered to a process that has not finished launching")
-            case .suspended:
-                switch e.name {
-                case .didReceiveMemoryWarning: flag(.R25, "memory warning delivered to a suspended process")
-                case .willTerminate: flag(.R22, "willTerminate delivered to a suspended process")
-                default: flag(.R21, "\(e.name) delivered to a suspended process (no resumed first)")
-                }
+            if e.name != .terminated {
+                found.flag(.R22, "willTerminate must be followed by the process's death, got \(e.name)")
             }
         }
+    }
 
-        var expectedState: EventState
-        switch e.name {
-        case .didFinishLaunching:
-            if app.process != .notRunning { flag(.transition, "didFinishLaunching for a process that is \(app.process)") }
-            if !app.live.isEmpty { flag(.R16, "a new process finds connected scenes \(app.live.sorted())") }
-            app.process = .running
-            app.willTerminateSent = false
-            app.backgroundSince = e.time
-            app.expirations = [:]
-            expectedState = .process(.running)
-
-        case .configurationForConnecting:
-            expectedState = .scene(.unattached)
-            guard let id = e.session else { break }
-            if let known = sessions[id] {
-                flag(.R10, "configurationForConnecting for existing session \(id) (\(known.live ? "live" : "archived"))")
-            } else if !discarded.contains(id) {
-                sessions[id] = SessionModel(app: e.app, live: false, state: .unattached, instance: 0,
-                                            announced: true, archivedByDeath: false)
-            }
-            app.expect = .willConnect(id)
-
-        case .willConnectTo:
-            expectedState = .scene(.unattached)
-            guard let id = e.session else { break }
-            var restoration: RestorationData?
-            var reconnect = false
-            if case .connect(let r, let again) = e.detail {
-                restoration = r
-                reconnect = again
-            } else {
-                flag(.stream, "willConnectTo without connection details")
-            }
-            if var s = sessions[id] {
-                if s.app != e.app { flag(.stream, "session \(id) belongs to \(s.app)") }
-                if s.live { flag(.R17, "willConnectTo for session \(id), whose scene \(s.instance) is still connected") }
-                if s.announced {
-                    if reconnect { flag(.R10, "a new session is marked as a reconnection") }
-                    if restoration != nil { flag(.R11, "a new session carries restoration data") }
-                } else {
-                    let rule: ConformanceRule = s.archivedByDeath ? .R26 : .R11
-                    if !reconnect { flag(rule, "reconnection of \(id) is not marked as one") }
-                    if app.previous == .configurationForConnecting {
-                        flag(s.archivedByDeath ? .R26 : .R10, "existing session \(id) reconnects after configurationForConnecting")
-                    }
-                    if let note = saved[id], note.data != restoration {
-                        flag(.R11, "reconnection of \(id) does not hand back the restoration data last saved")
-                    }
-                }
-                if e.sceneInstance <= s.instance {
-                    flag(.R2, "reconnection of \(id) reuses scene instance \(e.sceneInstance) (last \(s.instance))")
-                }
-                s.live = true
-                s.state = .unattached
-                s.instance = e.sceneInstance
-                s.announced = false
-                s.archivedByDeath = false
-                sessions[id] = s
-            } else if !discarded.contains(id) {
-                flag(.R10, "new session \(id) connects without configurationForConnecting")
-                sessions[id] = SessionModel(app: e.app, live: true, state: .unattached, instance: e.sceneInstance,
-                                            announced: false, archivedByDeath: false)
-            }
-            app.live.insert(id)
-            app.expect = .firstState(id)
-
-        case .willEnterForeground, .didBecomeActive, .willResignActive, .didEnterBackground, .didDisconnect:
-            let after = Self.stateAfter(e.name)
-            expectedState = .scene(after)
-            guard let id = e.session else { break }
-            guard var s = sessions[id], s.app == e.app else {
-                if !discarded.contains(id) { flag(.R1, "\(e.name) for session \(id), which never connected") }
-                break
-            }
-            if !s.live || e.sceneInstance != s.instance {
-                if e.sceneInstance > s.instance || s.instance == 0 {
-                    flag(.R1, "\(e.name) for scene instance \(e.sceneInstance) of \(id) before its willConnectTo")
-                } else {
-                    flag(.R2, "\(e.name) for scene instance \(e.sceneInstance) of \(id) after it was disconnected")
-                }
-                break
-            }
-            let before = s.state
-            if case .reclaim = e.cause, e.name != .didDisconnect {
-                flag(.R6, "reclaim moved scene \(id) (\(e.name)) out of \(before)")
-            }
-            switch e.name {
-            case .willEnterForeground:
-                if before.isForeground { flag(.R7, "willEnterForeground for a scene already in the foreground (\(before))") }
-                app.expect = .becomeActive(id)
-            case .didBecomeActive:
-                if before == .foregroundActive { flag(.R7, "didBecomeActive twice without willResignActive") }
-                if before == .background || before == .unattached {
-                    flag(.R4, "didBecomeActive from \(before) without willEnterForeground")
-                }
-            case .willResignActive:
-                if before != .foregroundActive { flag(.R7, "willResignActive for a scene that is \(before)") }
-            case .didEnterBackground:
-                app.lastEnteredBackground = e.time
-                if before == .foregroundActive { flag(.R3, "didEnterBackground straight from foregroundActive") }
-                if before == .background { flag(.R7, "didEnterBackground twice without willEnterForeground") }
-            case .didDisconnect:
-                if case .reclaim = e.cause, before != .background {
-                    flag(.R6, "reclaim disconnected scene \(id) from \(before)")
-                } else if before == .foregroundActive {
-                    flag(.R3, "didDisconnect straight from foregroundActive")
-                } else if before == .foregroundInactive && options.strict {
-                    flag(.transition, "didDisconnect straight from foregroundInactive (S10 shortcut)")
-                } else if before == .unattached {
-                    flag(.transition, "didDisconnect of a scene that never reached a state")
-                }
-                if case .timer = e.cause { flag(.R9, "a timer disconnected scene \(id) (D1: disconnect is a decision)") }
-            default:
-                break
-            }
-            s.state = after
-            if e.name == .didDisconnect {
-                s.live = false
-                s.archivedByDeath = false
-                app.live.remove(id)
-            }
-            sessions[id] = s
-
-        case .didDiscardSceneSessions:
-            expectedState = .process(.running)
-            if case .reclaim = e.cause { flag(.R12, "sessions discarded to reclaim memory") }
-            guard case .discarded(let ids) = e.detail else {
-                flag(.stream, "didDiscardSceneSessions without the discarded set")
-                break
-            }
-            if ids.isEmpty { flag(.stream, "didDiscardSceneSessions with an empty set") }
-            if ids.count > 1 && app.previous != .didFinishLaunching {
-                flag(.R14, "a discard of several sessions outside the launch sequence")
-            }
-            if let s = e.session, !ids.contains(s) { flag(.stream, "event session \(s) is not in the discarded set") }
-            for id in ids {
-                if let s = sessions[id] {
-                    if s.app != e.app { flag(.stream, "session \(id) belongs to \(s.app)", session: id) }
-                    if s.live { flag(.R13, "session \(id) discarded while its scene is connected", session: id) }
-                }
-                sessions[id] = nil
-                saved[id] = nil
-                app.live.remove(id)
-                discarded.insert(id)
-                highestDiscarded = max(highestDiscarded ?? id, id)
-            }
-
-        case .didReceiveMemoryWarning:
-            expectedState = .process(.running)
-
-        case .willTerminate:
-            expectedState = .process(.running)
-            if app.willTerminateSent { flag(.R22, "willTerminate twice in one process life") }
-            app.willTerminateSent = true
-            app.expect = .terminated
-
-        case .backgroundTaskWillExpire:
-            expectedState = .process(.running)
-            if app.live.contains(where: { sessions[$0]?.state.isForeground == true }) {
-                flag(.R24, "backgroundTaskWillExpire while a scene is in the foreground")
-            }
-            if case .task(let token, _) = e.detail {
-                if app.expirations[token] != nil { flag(.R24, "backgroundTaskWillExpire twice for \(token) in one stay in the background") }
-                app.expirations[token] = e.time
-            } else {
-                flag(.stream, "backgroundTaskWillExpire without its task")
-            }
-            if let timing = options.timing, let since = app.backgroundSince, e.time < since + timing.backgroundTaskBudget {
-                flag(.R24, "task expired at \(e.time), before the budget ran out (background since \(since))")
-            }
-
+    /// Callbacks need a running process (R19, R21, R22, R25).
+    private func checkProcessRuns(_ e: LifecycleEvent, _ process: ProcessState, _ found: inout Findings) {
+        guard e.name.isCallback && e.name != .didFinishLaunching else { return }
+        switch process {
+        case .running:
+            break
+        case .notRunning:
+            found.flag(.R19, "\(e.name) delivered to a process that has not finished launching")
         case .suspended:
-            expectedState = .process(.suspended)
-            if app.process != .running { flag(.transition, "suspended while \(app.process)") }
-            if app.live.contains(where: { sessions[$0]?.state.isForeground == true }) {
-                flag(.R21, "suspended with a scene in the foreground")
+            switch e.name {
+            case .didReceiveMemoryWarning: found.flag(.R25, "memory warning delivered to a suspended process")
+            case .willTerminate: found.flag(.R22, "willTerminate delivered to a suspended process")
+            default: found.flag(.R21, "\(e.name) delivered to a suspended process (no resumed first)")
             }
-            if case .timer = e.cause, let timing = options.timing {
-                if let since = app.backgroundSince, e.time < since + timing.suspendDelay {
-                    flag(.R21, "suspended at \(e.time), before the suspension delay ran out (background since \(since))")
+        }
+    }
+
+    /// The rules of the event's own kind, applied to the model; returns the state the event
+    /// must name as the one it leaves (R8).
+    private mutating func apply(_ e: LifecycleEvent, to app: inout AppModel, _ found: inout Findings) -> EventState {
+        switch e.name {
+        case .didFinishLaunching: return launched(e, &app, &found)
+        case .configurationForConnecting: return announced(e, &app, &found)
+        case .willConnectTo: return connected(e, &app, &found)
+        case .willEnterForeground, .didBecomeActive, .willResignActive, .didEnterBackground, .didDisconnect:
+            return sceneMoved(e, &app, &found)
+        case .didDiscardSceneSessions: return discardedSessions(e, &app, &found)
+        case .didReceiveMemoryWarning: return .process(.running)
+        case .willTerminate: return willTerminate(e, &app, &found)
+        case .backgroundTaskWillExpire: return taskWillExpire(e, &app, &found)
+        case .suspended: return suspended(e, &app, &found)
+        case .resumed: return resumed(e, &app, &found)
+        case .terminated: return terminated(e, &app, &found)
+        }
+    }
+
+    /// didFinishLaunching: only for a process not running, which has no connected scene (R16).
+    private func launched(_ e: LifecycleEvent, _ app: inout AppModel, _ found: inout Findings) -> EventState {
+        if app.process != .notRunning { found.flag(.transition, "didFinishLaunching for a process that is \(app.process)") }
+        if !app.live.isEmpty { found.flag(.R16, "a new process finds connected scenes \(app.live.sorted())") }
+        app.process = .running
+        app.willTerminateSent = false
+        app.backgroundSince = e.time
+        app.expirations = [:]
+        return .process(.running)
+    }
+
+    /// configurationForConnecting: only for a new session (R10), followed by its willConnectTo.
+    private mutating func announced(_ e: LifecycleEvent, _ app: inout AppModel, _ found: inout Findings) -> EventState {
+        guard let id = e.session else { return .scene(.unattached) }
+        if let known = sessions[id] {
+            found.flag(.R10, "configurationForConnecting for existing session \(id) (\(known.live ? "live" : "archived"))")
+        } else if !discarded.contains(id) {
+            sessions[id] = SessionModel(app: e.app, live: false, state: .unattached, instance: 0,
+                                        announced: true, archivedByDeath: false)
+        }
+        app.expect = .willConnect(id)
+        return .scene(.unattached)
+    }
+
+    /// willConnectTo: a new scene instance (R2) for a session without one (R17), announced if
+    /// new (R10), handed its saved data back if not (R11, R26).
+    private mutating func connected(_ e: LifecycleEvent, _ app: inout AppModel, _ found: inout Findings) -> EventState {
+        guard let id = e.session else { return .scene(.unattached) }
+        var restoration: RestorationData?
+        var reconnect = false
+        if case .connect(let r, let again) = e.detail {
+            restoration = r
+            reconnect = again
+        } else {
+            found.flag(.stream, "willConnectTo without connection details")
+        }
+        if var s = sessions[id] {
+            if s.app != e.app { found.flag(.stream, "session \(id) belongs to \(s.app)") }
+            if s.live { found.flag(.R17, "willConnectTo for session \(id), whose scene \(s.instance) is still connected") }
+            if s.announced {
+                if reconnect { found.flag(.R10, "a new session is marked as a reconnection") }
+                if restoration != nil { found.flag(.R11, "a new session carries restoration data") }
+            } else {
+                let rule: ConformanceRule = s.archivedByDeath ? .R26 : .R11
+                if !reconnect { found.flag(rule, "reconnection of \(id) is not marked as one") }
+                if app.previous == .configurationForConnecting {
+                    found.flag(s.archivedByDeath ? .R26 : .R10,
+                               "existing session \(id) reconnects after configurationForConnecting")
                 }
-                if let last = app.lastEnteredBackground, e.time < last + timing.suspendDelay {
-                    flag(.R21, "suspended at \(e.time), within the suspension delay of didEnterBackground at \(last)")
+                if let note = saved[id], note.data != restoration {
+                    found.flag(.R11, "reconnection of \(id) does not hand back the restoration data last saved")
                 }
             }
-            app.process = .suspended
+            if e.sceneInstance <= s.instance {
+                found.flag(.R2, "reconnection of \(id) reuses scene instance \(e.sceneInstance) (last \(s.instance))")
+            }
+            s.live = true
+            s.state = .unattached
+            s.instance = e.sceneInstance
+            s.announced = false
+            s.archivedByDeath = false
+            sessions[id] = s
+        } else if !discarded.contains(id) {
+            found.flag(.R10, "new session \(id) connects without configurationForConnecting")
+            sessions[id] = SessionModel(app: e.app, live: true, state: .unattached, instance: e.sceneInstance,
+                                        announced: false, archivedByDeath: false)
+        }
+        app.live.insert(id)
+        app.expect = .firstState(id)
+        return .scene(.unattached)
+    }
+
+    /// A scene's state callbacks and its disconnection: only for its connected instance (R1,
+    /// R2), in the order the reference allows.
+    private mutating func sceneMoved(_ e: LifecycleEvent, _ app: inout AppModel, _ found: inout Findings) -> EventState {
+        let after = Self.stateAfter(e.name)
+        guard let id = e.session else { return .scene(after) }
+        guard var s = sessions[id], s.app == e.app else {
+            if !discarded.contains(id) { found.flag(.R1, "\(e.name) for session \(id), which never connected") }
+            return .scene(after)
+        }
+        if !s.live || e.sceneInstance != s.instance {
+            if e.sceneInstance > s.instance || s.instance == 0 {
+                found.flag(.R1, "\(e.name) for scene instance \(e.sceneInstance) of \(id) before its willConnectTo")
+            } else {
+                found.flag(.R2, "\(e.name) for scene instance \(e.sceneInstance) of \(id) after it was disconnected")
+            }
+            return .scene(after)
+        }
+        checkSceneOrder(e, id, from: s.state, &app, &found)
+        s.state = after
+        if e.name == .didDisconnect {
+            s.live = false
+            s.archivedByDeath = false
+            app.live.remove(id)
+        }
+        sessions[id] = s
+        return .scene(after)
+    }
+
+    /// The order of a connected scene's callbacks: enter and leave alternate (R7), active only
+    /// from inactive (R3, R4), reclaim only disconnects background scenes (R6), a timer never
+    /// disconnects (R9).
+    private func checkSceneOrder(_ e: LifecycleEvent, _ id: SessionID, from before: SceneActivationState,
+                                 _ app: inout AppModel, _ found: inout Findings) {
+        if case .reclaim = e.cause, e.name != .didDisconnect {
+            found.flag(.R6, "reclaim moved scene \(id) (\(e.name)) out of \(before)")
+        }
+        switch e.name {
+        case .willEnterForeground:
+            if before.isForeground { found.flag(.R7, "willEnterForeground for a scene already in the foreground (\(before))") }
+            app.expect = .becomeActive(id)
+        case .didBecomeActive:
+            if before == .foregroundActive { found.flag(.R7, "didBecomeActive twice without willResignActive") }
+            if before == .background || before == .unattached {
+                found.flag(.R4, "didBecomeActive from \(before) without willEnterForeground")
+            }
+        case .willResignActive:
+            if before != .foregroundActive { found.flag(.R7, "willResignActive for a scene that is \(before)") }
+        case .didEnterBackground:
+            app.lastEnteredBackground = e.time
+            if before == .foregroundActive { found.flag(.R3, "didEnterBackground straight from foregroundActive") }
+            if before == .background { found.flag(.R7, "didEnterBackground twice without willEnterForeground") }
+        case .didDisconnect:
+            if case .reclaim = e.cause, before != .background {
+                found.flag(.R6, "reclaim disconnected scene \(id) from \(before)")
+            } else if before == .foregroundActive {
+                found.flag(.R3, "didDisconnect straight from foregroundActive")
+            } else if before == .foregroundInactive && options.strict {
+                found.flag(.transition, "didDisconnect straight from foregroundInactive (S10 shortcut)")
+            } else if before == .unattached {
+                found.flag(.transition, "didDisconnect of a scene that never reached a state")
+            }
+            if case .timer = e.cause { found.flag(.R9, "a timer disconnected scene \(id) (D1: disconnect is a decision)") }
+        default:
+            break
+        }
+    }
+
+    /// didDiscardSceneSessions: never under reclaim (R12), only of disconnected sessions (R13),
+    /// several at once only at launch (R14).
+    private mutating func discardedSessions(_ e: LifecycleEvent, _ app: inout AppModel,
+                                            _ found: inout Findings) -> EventState {
+        if case .reclaim = e.cause { found.flag(.R12, "sessions discarded to reclaim memory") }
+        guard case .discarded(let ids) = e.detail else {
+            found.flag(.stream, "didDiscardSceneSessions without the discarded set")
+            return .process(.running)
+        }
+        if ids.isEmpty { found.flag(.stream, "didDiscardSceneSessions with an empty set") }
+        if ids.count > 1 && app.previous != .didFinishLaunching {
+            found.flag(.R14, "a discard of several sessions outside the launch sequence")
+        }
+        if let s = e.session, !ids.contains(s) { found.flag(.stream, "event session \(s) is not in the discarded set") }
+        for id in ids {
+            if let s = sessions[id] {
+                if s.app != e.app { found.flag(.stream, "session \(id) belongs to \(s.app)", session: id) }
+                if s.live { found.flag(.R13, "session \(id) discarded while its scene is connected", session: id) }
+            }
+            sessions[id] = nil
+            saved[id] = nil
+            app.live.remove(id)
+            discarded.insert(id)
+            highestDiscarded = max(highestDiscarded ?? id, id)
+        }
+        return .process(.running)
+    }
+
+    /// willTerminate: at most once per process life (R22), followed by its death.
+    private func willTerminate(_ e: LifecycleEvent, _ app: inout AppModel, _ found: inout Findings) -> EventState {
+        if app.willTerminateSent { found.flag(.R22, "willTerminate twice in one process life") }
+        app.willTerminateSent = true
+        app.expect = .terminated
+        return .process(.running)
+    }
+
+    /// backgroundTaskWillExpire: only in the background, once per task per stay, never before
+    /// the budget ran out (R24).
+    private func taskWillExpire(_ e: LifecycleEvent, _ app: inout AppModel, _ found: inout Findings) -> EventState {
+        if hasForegroundScene(app) {
+            found.flag(.R24, "backgroundTaskWillExpire while a scene is in the foreground")
+        }
+        if case .task(let token, _) = e.detail {
+            if app.expirations[token] != nil {
+                found.flag(.R24, "backgroundTaskWillExpire twice for \(token) in one stay in the background")
+            }
+            app.expirations[token] = e.time
+        } else {
+            found.flag(.stream, "backgroundTaskWillExpire without its task")
+        }
+        if let timing = options.timing, let since = app.backgroundSince, e.time < since + timing.backgroundTaskBudget {
+            found.flag(.R24, "task expired at \(e.time), before the budget ran out (background since \(since))")
+        }
+        return .process(.running)
+    }
+
+    /// suspended: only a running process in the background, never before the suspension delay
+    /// (R21).
+    private func suspended(_ e: LifecycleEvent, _ app: inout AppModel, _ found: inout Findings) -> EventState {
+        if app.process != .running { found.flag(.transition, "suspended while \(app.process)") }
+        if hasForegroundScene(app) { found.flag(.R21, "suspended with a scene in the foreground") }
+        if case .timer = e.cause, let timing = options.timing {
+            if let since = app.backgroundSince, e.time < since + timing.suspendDelay {
+                found.flag(.R21, "suspended at \(e.time), before the suspension delay ran out (background since \(since))")
+            }
+            if let last = app.lastEnteredBackground, e.time < last + timing.suspendDelay {
+                found.flag(.R21, "suspended at \(e.time), within the suspension delay of didEnterBackground at \(last)")
+            }
+        }
+        app.process = .suspended
+        app.backgroundSince = nil
+        app.expirations = [:]
+        return .process(.suspended)
+    }
+
+    private func resumed(_ e: LifecycleEvent, _ app: inout AppModel, _ found: inout Findings) -> EventState {
+        if app.process != .suspended { found.flag(.transition, "resumed while \(app.process)") }
+        app.process = .running
+        app.backgroundSince = e.time
+        return .process(.running)
+    }
+
+    /// terminated: archives exactly the connected scenes (R16); willTerminate before it or not
+    /// as the reason demands (R22, R24); reclaim never kills a foreground app (R6).
+    private mutating func terminated(_ e: LifecycleEvent, _ app: inout AppModel, _ found: inout Findings) -> EventState {
+        if app.process == .notRunning { found.flag(.transition, "terminated while not running") }
+        guard case .terminated(let reason, let archived) = e.detail else {
+            found.flag(.stream, "terminated without its reason")
+            return .process(.notRunning)
+        }
+        if Set(archived) != app.live || archived.count != app.live.count {
+            found.flag(.R16, "process death archived \(archived) but the connected scenes were \(app.live.sorted())")
+        }
+        switch reason {
+        case .backgroundTaskExpired:
+            if app.willTerminateSent { found.flag(.R24, "willTerminate before a background-task kill") }
+            if app.expirations.isEmpty {
+                found.flag(.R24, "killed for an expired task with no backgroundTaskWillExpire in this stay in the background")
+            } else if let timing = options.timing,
+                      !app.expirations.values.contains(where: { $0 + timing.expirationGrace <= e.time }) {
+                found.flag(.R24, "killed for an expired task before the expiration grace ran out")
+            }
+        case .exited, .hung:
+            // A crash or a kill for a missed deadline: no callback at all (R23, §4.3).
+            if app.willTerminateSent { found.flag(.R22, "willTerminate before the process \(reason)") }
+        case .requested, .memoryPressure:
+            if options.strict && app.process == .running && !app.willTerminateSent {
+                found.flag(.R22, "a running process was terminated without willTerminate")
+            }
+            if case .reclaim = e.cause, hasForegroundScene(app) {
+                found.flag(.R6, "reclaim terminated an app with a scene in the foreground")
+            }
+        }
+        for id in app.live {
+            sessions[id]?.live = false
+            sessions[id]?.state = .unattached
+            sessions[id]?.archivedByDeath = true
+        }
+        app.live = []
+        app.process = .notRunning
+        app.lastEnteredBackground = nil
+        app.willTerminateSent = false
+        app.backgroundSince = nil
+        app.expirations = [:]
+        return .process(.notRunning)
+    }
+
+    private func hasForegroundScene(_ app: AppModel) -> Bool {
+        app.live.contains(where: { sessions[$0]?.state.isForeground == true })
+    }
+
+    /// Entering and leaving the background, for the timing rules.
+    private func noteBackground(_ e: LifecycleEvent, _ app: inout AppModel) {
+        guard app.process == .running else { return }
+        if hasForegroundScene(app) {
             app.backgroundSince = nil
             app.expirations = [:]
-
-        case .resumed:
-            expectedState = .process(.running)
-            if app.process != .suspended { flag(.transition, "resumed while \(app.process)") }
-            app.process = .running
+        } else if app.backgroundSince == nil {
             app.backgroundSince = e.time
-
-        case .terminated:
-            expectedState = .process(.notRunning)
-            if app.process == .notRunning { flag(.transition, "terminated while not running") }
-            guard case .terminated(let reason, let archived) = e.detail else {
-                flag(.stream, "terminated without its reason")
-                break
-            }
-            if Set(archived) != app.live || archived.count != app.live.count {
-                flag(.R16, "process death archived \(archived) but the connected scenes were \(app.live.sorted())")
-            }
-            switch reason {
-            case .backgroundTaskExpired:
-                if app.willTerminateSent { flag(.R24, "willTerminate before a background-task kill") }
-                if app.expirations.isEmpty {
-                    flag(.R24, "killed for an expired task with no backgroundTaskWillExpire in this stay in the background")
-                } else if let timing = options.timing,
-                          !app.expirations.values.contains(where: { $0 + timing.expirationGrace <= e.time }) {
-                    flag(.R24, "killed for an expired task before the expiration grace ran out")
-                }
-            case .exited, .hung:
-                // A crash or a kill for a missed deadline: no callback at all (R23, §4.3).
-                if app.willTerminateSent { flag(.R22, "willTerminate before the process \(reason)") }
-            case .requested, .memoryPressure:
-                if options.strict && app.process == .running && !app.willTerminateSent {
-                    flag(.R22, "a running process was terminated without willTerminate")
-                }
-                if case .reclaim = e.cause,
-                   app.live.contains(where: { sessions[$0]?.state.isForeground == true }) {
-                    flag(.R6, "reclaim terminated an app with a scene in the foreground")
-                }
-            }
-            for id in app.live {
-                sessions[id]?.live = false
-                sessions[id]?.state = .unattached
-                sessions[id]?.archivedByDeath = true
-            }
-            app.live = []
-            app.process = .notRunning
-            app.lastEnteredBackground = nil
-            app.willTerminateSent = false
-            app.backgroundSince = nil
-            app.expirations = [:]
         }
+    }
 
-        // Entering and leaving the background, for the timing rules.
-        if app.process == .running {
-            let inForeground = app.live.contains(where: { sessions[$0]?.state.isForeground == true })
-            if inForeground {
-                app.backgroundSince = nil
-                app.expirations = [:]
-            } else if app.backgroundSince == nil {
-                app.backgroundSince = e.time
-            }
-        }
-
-        // R8: the state an event names is the state it leaves.
-        if e.state != expectedState { flag(.R8, "\(e.name) leaves \(e.state), expected \(expectedState)") }
-        // R18: the app's state is its most active connected scene.
+    /// R8: the state an event names is the state it leaves. R18: the app's state is its most
+    /// active connected scene.
+    private func checkStates(_ e: LifecycleEvent, expected: EventState, _ app: AppModel, _ found: inout Findings) {
+        if e.state != expected { found.flag(.R8, "\(e.name) leaves \(e.state), expected \(expected)") }
         var liveStates: [SceneActivationState] = []
         for id in app.live { if let s = sessions[id] { liveStates.append(s.state) } }
         let derived = ApplicationState.derive(from: liveStates)
-        if e.appState != derived { flag(.R18, "app state \(e.appState), but its scenes make it \(derived)") }
-
-        app.previous = e.name
-        apps[e.app] = app
-        violations += found
-        return found
+        if e.appState != derived { found.flag(.R18, "app state \(e.appState), but its scenes make it \(derived)") }
     }
 }

@@ -110,8 +110,8 @@ public struct LifecycleEngine: Sendable {
         candidates = CandidateIndex(restoring: collected)
     }
 
-    /// One restored session, checked and fixed up in place (no copy of the record, whose
-    /// reference counting a million times over is a tenth of the restore); returns its app's slot.
+    /// One restored session, checked and fixed up in place (a copy of the record would retain
+    /// and release its references, for every session of the table); returns its app's slot.
     private mutating func restore(_ session: inout SceneSession, _ cache: inout AppSlotCache) throws(LifecycleError) -> Int {
         guard let slot = cache.slot(of: session.app, in: apps) else {
             throw .invalidArgument(name: "snapshot", reason: "session \(session.id) belongs to unknown app \(session.app)")
@@ -379,5 +379,56 @@ public struct EngineSnapshot: Sendable, Equatable {
         self.nextSequence = nextSequence
         self.nextSessionNumber = nextSessionNumber
         self.nextTaskNumber = nextTaskNumber
+    }
+}
+
+/// Changing the timing rules of a running engine (a daemon reload).
+extension LifecycleEngine {
+    /// New delays apply to every app from now on: each app's deadline is re-derived and queued;
+    /// wake-ups queued under the old rules are dropped when they come due (they no longer match).
+    public mutating func reconfigure(_ configuration: EngineConfiguration) {
+        guard configuration != self.configuration else { return }
+        self.configuration = configuration
+        for slot in apps.records.indices {
+            apps.records[slot].scheduledWake = nil
+            schedule(slot)
+        }
+    }
+}
+
+/// Read-only views the daemon reports.
+extension LifecycleEngine {
+    /// When the task's expiration handler is (or was) due; nil while its app is in the foreground.
+    public func expiry(of task: BackgroundTask) -> Timestamp? {
+        guard let app = apps[task.app], app.process == .running, let entered = app.backgroundEnteredAt else { return nil }
+        return max(entered + configuration.backgroundTaskBudget, task.beganAt)
+    }
+
+    /// When the app will be suspended if nothing changes.
+    public func suspensionTime(of app: AppRecord) -> Timestamp? {
+        guard app.process == .running, let idle = app.idleSince else { return nil }
+        return idle + configuration.suspendDelay
+    }
+
+    /// Bytes held by the app's connected scenes.
+    public func sceneFootprint(of app: AppRecord) -> UInt64 {
+        var total: UInt64 = 0
+        for id in app.sessions {
+            if let s = sessions[id], s.condition == .live { total &+= s.footprint }
+        }
+        return total
+    }
+
+    /// Sessions with a connected scene, counted from the apps' per-state counts.
+    public var liveSessionCount: Int {
+        var n = 0
+        for app in apps.records { n += Int(app.connectedScenes) }
+        return n
+    }
+
+    public var foregroundActiveSceneCount: Int {
+        var n = 0
+        for app in apps.records { n += Int(app.activeScenes) }
+        return n
     }
 }

@@ -4,8 +4,8 @@
 public enum VictimSelection: Sendable {
     /// The engine's `CandidateIndex`, keeping only the best few per pass (the default).
     case index
-    /// Every session through the engine's dictionary, all candidates in a heap: the way
-    /// decisions were made before the index; kept to compare against.
+    /// Every session through the engine's session table, all candidates in a heap: the
+    /// reference the index's victims are checked against.
     case scan
 }
 
@@ -276,14 +276,24 @@ extension ReclaimPolicy {
 
     /// One pass over the index: every eligible scene with a key after `after` is offered, and
     /// at critical the suspended processes.
+    func offerScenes(to best: inout BoundedHeap, engine: LifecycleEngine, eligibility e: Eligibility, now: Timestamp,
+                     after: SortKey?, nextUse: ((SessionID) -> Timestamp?)?, suspendedWithMemory: [Int],
+                     processes: inout [AppID]) {
+        offerIndexedScenes(to: &best, engine: engine, eligibility: e, now: now, after: after, nextUse: nextUse)
+        guard e.processCandidates else { return }
+        offerProcesses(to: &best, engine: engine, meanCost: e.meanCost, now: now, after: after, nextUse: nextUse,
+                       suspendedWithMemory: suspendedWithMemory, processes: &processes)
+    }
+
+    /// Every eligible scene of the index with a key after `after`.
     ///
     /// For `ours`, scenes are visited by footprint bucket, largest first: a score is at least
     /// 1 / bytes (uses + 1 ≥ 1, the cost factor ≥ 1), so once a bucket's smallest possible
     /// score is above the worst score kept, no scene after it can be kept. The other orders
     /// rank by what the score does not bound and read every entry.
-    func offerScenes(to best: inout BoundedHeap, engine: LifecycleEngine, eligibility e: Eligibility, now: Timestamp,
-                     after: SortKey?, nextUse: ((SessionID) -> Timestamp?)?, suspendedWithMemory: [Int],
-                     processes: inout [AppID]) {
+    @inline(__always)
+    private func offerIndexedScenes(to best: inout BoundedHeap, engine: LifecycleEngine, eligibility e: Eligibility,
+                                    now: Timestamp, after: SortKey?, nextUse: ((SessionID) -> Timestamp?)?) {
         let index = engine.candidates
         let records = engine.apps.records
         let defaultCost = configuration.defaultRestoreCostMs
@@ -343,7 +353,18 @@ extension ReclaimPolicy {
                 b -= 1
             }
         }
-        guard e.processCandidates else { return }
+    }
+
+    /// At critical, the suspended processes with memory of their own, each first held to a
+    /// bound on its score from the index's sums (`ours`), then summed exactly.
+    @inline(__always)
+    private func offerProcesses(to best: inout BoundedHeap, engine: LifecycleEngine, meanCost: Double, now: Timestamp,
+                                after: SortKey?, nextUse: ((SessionID) -> Timestamp?)?, suspendedWithMemory: [Int],
+                                processes: inout [AppID]) {
+        let index = engine.candidates
+        let records = engine.apps.records
+        let defaultCost = configuration.defaultRestoreCostMs
+        let ours = order == .ours
         for slot in suspendedWithMemory {
             let inIndex = slot < index.appBytes.count
             if inIndex && index.appProtected[slot] > 0 { continue }

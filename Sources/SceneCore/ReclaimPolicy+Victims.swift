@@ -159,9 +159,48 @@ extension ReclaimPolicy {
                     nextUse: ((SessionID) -> Timestamp?)?) -> VictimPool {
         var pool = VictimPool()
         let critical = level == .critical
+        var (costSum, previous) = addScenes(to: &pool, engine: engine, critical: critical, now: now, nextUse: nextUse)
+        // The previous scene ages twice as long: an aged candidate may in fact still be young.
+        if let p = previous, let index = p.index {
+            let agingTime = agingTime(of: p.id, previous: true)
+            if now - p.backgroundSince < agingTime {
+                if critical {
+                    pool.candidates[index].tier = 2
+                } else {
+                    costSum -= pool.candidates[index].cost
+                    pool.candidates.swapAt(index, pool.candidates.count - 1)
+                    pool.candidates.removeLast()
+                    pool.noteWithheld(until: p.backgroundSince + agingTime)
+                }
+            }
+        }
+        let meanCost = pool.candidates.isEmpty ? Double(configuration.defaultRestoreCostMs)
+            : costSum / Double(pool.candidates.count)
+        pool.keys.reserveCapacity(pool.candidates.count)
+        for i in pool.candidates.indices {
+            let c = pool.candidates[i]
+            pool.candidates[i].score = valueScore(uses: c.uses, cost: c.cost, bytes: c.bytes, meanCost: meanCost)
+            pool.keys.append(sortKey(pool.candidates[i]))
+        }
+        if critical && configuration.terminateSuspendedAtCritical {
+            addProcesses(to: &pool, engine: engine, meanCost: meanCost, now: now, nextUse: nextUse)
+        }
+        pool.heapify()
+        return pool
+    }
+
+    /// The previous scene as the pass over the sessions knows it so far, and where it went:
+    /// its candidate index, or nil.
+    typealias PreviousScene = (id: SessionID, lastActive: Timestamp, backgroundSince: Timestamp, index: Int?)
+
+    /// The pass over the sessions: eligible background scenes become candidates (unscored),
+    /// young ones at warning are withheld. Returns the candidates' summed restore costs and
+    /// the previous scene.
+    @inline(__always)
+    private func addScenes(to pool: inout VictimPool, engine: LifecycleEngine, critical: Bool, now: Timestamp,
+                           nextUse: ((SessionID) -> Timestamp?)?) -> (costSum: Double, previous: PreviousScene?) {
         pool.candidates.reserveCapacity(engine.sessions.count)
-        // The previous scene so far, and where it went: its candidate index, or nil.
-        var previous: (id: SessionID, lastActive: Timestamp, backgroundSince: Timestamp, index: Int?)?
+        var previous: PreviousScene?
         var costSum = 0.0
         // Indexing the storage reads the fields in place; a for-in loop would copy every session.
         let sessions = engine.sessions.values
@@ -195,52 +234,30 @@ extension ReclaimPolicy {
                                                  + s.activationScore(at: now),
                                              cost: cost))
         }
-        // The previous scene ages twice as long: an aged candidate may in fact still be young.
-        if let p = previous, let index = p.index {
-            let agingTime = agingTime(of: p.id, previous: true)
-            if now - p.backgroundSince < agingTime {
-                if critical {
-                    pool.candidates[index].tier = 2
-                } else {
-                    costSum -= pool.candidates[index].cost
-                    pool.candidates.swapAt(index, pool.candidates.count - 1)
-                    pool.candidates.removeLast()
-                    pool.noteWithheld(until: p.backgroundSince + agingTime)
-                }
-            }
+        return (costSum, previous)
+    }
+
+    /// At critical, a suspended process holding memory of its own can go too (its scenes with
+    /// it, as jetsam kills: no callbacks). One whose scenes are all chosen is terminated when
+    /// the batch is assembled (see `takeVictims`), so only processes with their own memory
+    /// need a candidate here. Its score: the loss of its scenes per byte freed.
+    @inline(__always)
+    private func addProcesses(to pool: inout VictimPool, engine: LifecycleEngine, meanCost: Double, now: Timestamp,
+                              nextUse: ((SessionID) -> Timestamp?)?) {
+        let records = engine.apps.records
+        for i in records.indices {
+            guard records[i].process == .suspended && records[i].baseFootprint > 0 else { continue }
+            let sums = processSums(slot: i, engine: engine, meanCost: meanCost, now: now, nextUse: nextUse)
+            if sums.hasProtected { continue }
+            var candidate = Candidate(id: UInt64(pool.processes.count), isProcess: true, tier: 1, bytes: sums.bytes,
+                                      score: sums.loss / Double(sums.bytes), lastActive: sums.lastActive,
+                                      backgroundSince: sums.since, suspendedApp: true, nextUse: sums.nearest,
+                                      stableKey: sums.first == .max ? 0 : sums.first, uses: 0, cost: sums.loss)
+            candidate.processSlot = Int32(i + 1)
+            pool.processes.append(records[i].id)
+            pool.candidates.append(candidate)
+            pool.keys.append(sortKey(candidate))
         }
-        let meanCost = pool.candidates.isEmpty ? Double(configuration.defaultRestoreCostMs)
-            : costSum / Double(pool.candidates.count)
-        pool.keys.reserveCapacity(pool.candidates.count)
-        for i in pool.candidates.indices {
-            let c = pool.candidates[i]
-            pool.candidates[i].score = valueScore(uses: c.uses, cost: c.cost, bytes: c.bytes, meanCost: meanCost)
-            pool.keys.append(sortKey(pool.candidates[i]))
-        }
-        if critical && configuration.terminateSuspendedAtCritical {
-            // A suspended process holding memory of its own can go too (its scenes with it, as
-            // jetsam kills: no callbacks). One whose scenes are all chosen is terminated when
-            // the batch is assembled (see `decide`), so only processes with their own memory
-            // need a candidate here. Its score: the loss of its scenes per byte freed.
-            let records = engine.apps.records
-            for i in records.indices {
-                guard records[i].process == .suspended && records[i].baseFootprint > 0 else { continue }
-                let sums = processSums(slot: i, engine: engine, meanCost: meanCost, now: now, nextUse: nextUse)
-                if sums.hasProtected { continue }
-                let (bytes, loss, lastActive, since, nearest, first) =
-                    (sums.bytes, sums.loss, sums.lastActive, sums.since, sums.nearest, sums.first)
-                var candidate = Candidate(id: UInt64(pool.processes.count), isProcess: true, tier: 1, bytes: bytes,
-                                          score: loss / Double(bytes), lastActive: lastActive, backgroundSince: since,
-                                          suspendedApp: true, nextUse: nearest, stableKey: first == .max ? 0 : first,
-                                          uses: 0, cost: loss)
-                candidate.processSlot = Int32(i + 1)
-                pool.processes.append(records[i].id)
-                pool.candidates.append(candidate)
-                pool.keys.append(sortKey(candidate))
-            }
-        }
-        pool.heapify()
-        return pool
     }
 
     /// What a suspended process would free and lose: its base footprint and its connected

@@ -86,30 +86,10 @@ public struct ReclaimPolicy: Sendable {
         appendCapDiscards(engine: engine, now: now, level: level, usage: usage, into: &plan)
 
         guard level > .normal else {
-            if var ended = episode {
-                ended.endedAt = now
-                if ended.relievedAt == nil && usage <= lowTarget { ended.relievedAt = now }
-                lastEpisode = ended
-                episode = nil
-                plan.episodeEnded = true
-            }
+            endEpisode(usage: usage, now: now, into: &plan)
             return plan
         }
-
-        if episode == nil {
-            episodeCount += 1
-            episode = ReclaimEpisode(number: episodeCount, startedAt: now, peakLevel: level, usageAtStart: usage)
-            plan.episodeStarted = true
-        }
-        episode!.peakLevel = max(episode!.peakLevel, level)
-        if usage <= lowTarget && episode!.relievedAt == nil && !external { episode!.relievedAt = now }
-
-        /// `before`: the usage this step starts from (the batch's earlier steps already counted),
-        /// by default the usage the decision began with.
-        func note(_ reason: String, before: UInt64? = nil, after: UInt64, score: Double? = nil) -> ReclaimNote {
-            ReclaimNote(level: level.name, usageBefore: before ?? usage, usageAfter: after, budget: configuration.budget,
-                        score: score, reason: reason)
-        }
+        noteEpisode(level: level, usage: usage, now: now, external: external, into: &plan)
 
         // What the rungs need of the apps, in one pass over them, made when first needed.
         var found: AppLists?
@@ -124,19 +104,13 @@ public struct ReclaimPolicy: Sendable {
             let running = apps().running.sorted()
             if !running.isEmpty {
                 plan.steps.append(ReclaimStep(action: .memoryWarning(running),
-                                              note: note("entered \(level.name)", after: usage)))
+                                              note: note("entered \(level.name)", level: level, before: usage,
+                                                         after: usage)))
             }
         }
 
-        // One batch per settle time: freed memory takes a moment to show.
-        if let last = lastBatchAt, now < last + configuration.settle {
-            plan.nextDecision = last + configuration.settle
-            return plan
-        }
-        if awaitingRelease, let last = lastBatchAt,
-           now < last + TimeSpan(microseconds: configuration.settle.microseconds * Self.releaseWaitLimit) {
-            // Asked again when the next reading comes (the shell measures on its own interval).
-            plan.nextDecision = now + configuration.settle
+        if let next = settleWait(now: now) {
+            plan.nextDecision = next
             return plan
         }
 
@@ -144,7 +118,9 @@ public struct ReclaimPolicy: Sendable {
         var need: UInt64 = usage > lowTarget ? usage - lowTarget : 0
         if external && need == 0 { need = usage / 10 }
         guard need > 0 else {
-            appendEarlySuspensions(apps().idle, except: [], note: note("idle in the background", after: usage), into: &plan)
+            appendEarlySuspensions(apps().idle, except: [],
+                                   note: note("idle in the background", level: level, before: usage, after: usage),
+                                   into: &plan)
             return plan
         }
 
@@ -164,104 +140,172 @@ public struct ReclaimPolicy: Sendable {
         return plan
     }
 
-    /// Rungs 3 and 4: victims best first until `need` bytes are freed, then rung 2.
-    private mutating func takeVictims<Source: VictimSource>(
-        from pool: inout Source, engine: LifecycleEngine, idle: [AppID], level: PressureLevel, usage: UInt64, need: UInt64,
-        now: Timestamp, excluded: ((SessionID) -> Bool)?, into plan: inout ReclaimPlan) {
-        func note(_ reason: String, before: UInt64? = nil, after: UInt64, score: Double? = nil) -> ReclaimNote {
-            ReclaimNote(level: level.name, usageBefore: before ?? usage, usageAfter: after, budget: configuration.budget,
-                        score: score, reason: reason)
+    /// Pressure is back to normal: the episode, if any, ends.
+    private mutating func endEpisode(usage: UInt64, now: Timestamp, into plan: inout ReclaimPlan) {
+        guard var ended = episode else { return }
+        ended.endedAt = now
+        if ended.relievedAt == nil && usage <= configuration.lowTarget { ended.relievedAt = now }
+        lastEpisode = ended
+        episode = nil
+        plan.episodeEnded = true
+    }
+
+    /// Under pressure: starts an episode, or notes this decision's level and relief in the
+    /// current one.
+    private mutating func noteEpisode(level: PressureLevel, usage: UInt64, now: Timestamp, external: Bool,
+                                      into plan: inout ReclaimPlan) {
+        if episode == nil {
+            episodeCount += 1
+            episode = ReclaimEpisode(number: episodeCount, startedAt: now, peakLevel: level, usageAtStart: usage)
+            plan.episodeStarted = true
         }
-        let withheld = pool.withheld
-        let terminateAtCritical = level == .critical && configuration.terminateSuspendedAtCritical
-        var projected = usage
+        episode!.peakLevel = max(episode!.peakLevel, level)
+        if usage <= configuration.lowTarget && episode!.relievedAt == nil && !external { episode!.relievedAt = now }
+    }
+
+    /// When to decide again if no batch may be taken now: one batch per settle time, as freed
+    /// memory takes a moment to show, and longer while the last batch's has not shown yet.
+    private func settleWait(now: Timestamp) -> Timestamp? {
+        guard let last = lastBatchAt else { return nil }
+        if now < last + configuration.settle { return last + configuration.settle }
+        if awaitingRelease,
+           now < last + TimeSpan(microseconds: configuration.settle.microseconds * Self.releaseWaitLimit) {
+            // Asked again when the next reading comes (the shell measures on its own interval).
+            return now + configuration.settle
+        }
+        return nil
+    }
+
+    /// The explanation a step carries.
+    @inline(__always)
+    private func note(_ reason: String, level: PressureLevel, before: UInt64, after: UInt64,
+                      score: Double? = nil) -> ReclaimNote {
+        ReclaimNote(level: level.name, usageBefore: before, usageAfter: after, budget: configuration.budget,
+                    score: score, reason: reason)
+    }
+
+    /// The running totals of one batch of victims.
+    private struct Batch {
+        /// The usage once the steps planned so far are done.
+        var projected: UInt64
         var freed: UInt64 = 0
         var victims = 0
         var terminatedApps = Set<AppID>()
         /// At critical, per suspended app, the plan positions of its scenes chosen so far: once
         /// all of its connected scenes are chosen, one termination replaces their disconnects.
         var chosenOfSuspended: [AppID: (positions: [Int], bytes: UInt64)] = [:]
-        /// Drops the disconnects already planned for a suspended app's scenes: its termination
-        /// takes them (and a disconnect would resume the process first, for nothing).
-        func dropDisconnects(of app: AppID) {
-            guard let chosen = chosenOfSuspended.removeValue(forKey: app)?.positions, !chosen.isEmpty else { return }
-            let positions = Set(chosen)
-            plan.steps = plan.steps.enumerated().filter { !positions.contains($0.offset) }.map(\.element)
-            for (other, entry) in chosenOfSuspended {
-                chosenOfSuspended[other]!.positions = entry.positions.map { p in p - chosen.filter { $0 < p }.count }
-            }
-            episode!.disconnects -= chosen.count
-        }
-        while freed < need && victims < configuration.maxVictimsPerBatch, let candidate = pool.popBest() {
+    }
+
+    /// Rungs 3 and 4: victims best first until `need` bytes are freed, then rung 2.
+    private mutating func takeVictims<Source: VictimSource>(
+        from pool: inout Source, engine: LifecycleEngine, idle: [AppID], level: PressureLevel, usage: UInt64, need: UInt64,
+        now: Timestamp, excluded: ((SessionID) -> Bool)?, into plan: inout ReclaimPlan) {
+        let withheld = pool.withheld
+        let terminateAtCritical = level == .critical && configuration.terminateSuspendedAtCritical
+        var batch = Batch(projected: usage)
+        while batch.freed < need && batch.victims < configuration.maxVictimsPerBatch, let candidate = pool.popBest() {
             if candidate.isProcess {
-                let app = pool.processes[Int(candidate.id)]
-                // Scenes of it already chosen in this batch were counted with them.
-                let bytes = candidate.bytes - min(candidate.bytes, chosenOfSuspended[app]?.bytes ?? 0)
-                dropDisconnects(of: app)
-                terminatedApps.insert(app)
-                let before = projected
-                projected -= min(projected, bytes)
-                plan.steps.append(ReclaimStep(action: .terminate(app),
-                                              note: note(candidate.reason, before: before, after: projected,
-                                                         score: candidate.score)))
-                for id in liveScenes(of: app, engine) { reclaimedAt[id] = now }
-                episode!.terminations += 1
-                freed += bytes
-                victims += 1
+                terminate(pool.processes[Int(candidate.id)], candidate, engine: engine, level: level, now: now,
+                          batch: &batch, into: &plan)
                 continue
             }
             let id = SessionID(candidate.id)
-            guard let s = engine.sessions[id], !terminatedApps.contains(s.app) else { continue }
+            guard let s = engine.sessions[id], !batch.terminatedApps.contains(s.app) else { continue }
             if let excluded, excluded(id) { continue }
-            let before = projected
-            projected -= min(projected, s.footprint)
-            plan.steps.append(ReclaimStep(action: .disconnect(id),
-                                          note: note(candidate.reason, before: before, after: projected,
-                                                     score: candidate.score)))
-            reclaimedAt[id] = now
-            episode!.disconnects += 1
-            freed += s.footprint
-            victims += 1
+            disconnect(s, candidate, level: level, now: now, batch: &batch, into: &plan)
             if terminateAtCritical, let app = engine.apps[s.app], app.process == .suspended {
-                chosenOfSuspended[s.app, default: ([], 0)].positions.append(plan.steps.count - 1)
-                chosenOfSuspended[s.app]!.bytes += s.footprint
-                if chosenOfSuspended[s.app]!.positions.count == Int(app.connectedScenes) {
-                    // Every scene of this suspended app goes: terminate the process instead
-                    // (jetsam's way: no callbacks, no resume), which frees its own memory too.
-                    dropDisconnects(of: s.app)
-                    episode!.terminations += 1
-                    terminatedApps.insert(s.app)
-                    let base = app.baseFootprint
-                    let before = projected
-                    projected -= min(projected, base)
-                    freed += base
-                    plan.steps.append(ReclaimStep(action: .terminate(s.app),
-                                                  note: note("suspended app, all of its scenes reclaimed (critical)",
-                                                             before: before, after: projected, score: candidate.score)))
-                }
+                noteChosen(s, ofSuspended: app, candidate, level: level, batch: &batch, into: &plan)
             }
         }
         // Rung 2, after the victims so that an app is not suspended only to be woken for its
         // scene's didDisconnect: idle background apps would be suspended shortly anyway.
         // A suspension frees nothing by this accounting: usage is the same before and after.
-        appendEarlySuspensions(idle, except: terminatedApps,
-                               note: note("idle in the background", before: projected, after: projected),
+        appendEarlySuspensions(idle, except: batch.terminatedApps,
+                               note: note("idle in the background", level: level, before: batch.projected,
+                                          after: batch.projected),
                                into: &plan)
-        episode!.bytesFreed += freed
-        if victims > 0 {
+        episode!.bytesFreed += batch.freed
+        if batch.victims > 0 {
             lastBatchAt = now
             plan.nextDecision = now + configuration.settle
         }
-        if freed < need, let aged = pool.earliestAging {
+        if batch.freed < need, let aged = pool.earliestAging {
             // Young scenes were held back: look again as soon as the first of them has aged.
             plan.nextDecision = plan.nextDecision.map { min($0, aged) } ?? aged
         }
-        if freed < need && victims < configuration.maxVictimsPerBatch && withheld == 0 {
+        if batch.freed < need && batch.victims < configuration.maxVictimsPerBatch && withheld == 0 {
             // Nothing else may be touched: only foreground and protected scenes remain (young
             // ones withheld at warning will age into eligibility, so they don't count here).
             plan.unrelievable = true
             episode!.unrelievable = true
         }
+    }
+
+    /// A suspended process chosen as a victim: terminated, with its scenes.
+    @inline(__always)
+    private mutating func terminate(_ app: AppID, _ candidate: Candidate, engine: LifecycleEngine, level: PressureLevel,
+                                    now: Timestamp, batch: inout Batch, into plan: inout ReclaimPlan) {
+        // Scenes of it already chosen in this batch were counted with them.
+        let bytes = candidate.bytes - min(candidate.bytes, batch.chosenOfSuspended[app]?.bytes ?? 0)
+        dropDisconnects(of: app, batch: &batch, from: &plan)
+        batch.terminatedApps.insert(app)
+        let before = batch.projected
+        batch.projected -= min(batch.projected, bytes)
+        plan.steps.append(ReclaimStep(action: .terminate(app),
+                                      note: note(candidate.reason, level: level, before: before, after: batch.projected,
+                                                 score: candidate.score)))
+        for id in liveScenes(of: app, engine) { reclaimedAt[id] = now }
+        episode!.terminations += 1
+        batch.freed += bytes
+        batch.victims += 1
+    }
+
+    /// A background scene chosen as a victim: disconnected.
+    @inline(__always)
+    private mutating func disconnect(_ s: SceneSession, _ candidate: Candidate, level: PressureLevel, now: Timestamp,
+                                     batch: inout Batch, into plan: inout ReclaimPlan) {
+        let before = batch.projected
+        batch.projected -= min(batch.projected, s.footprint)
+        plan.steps.append(ReclaimStep(action: .disconnect(s.id),
+                                      note: note(candidate.reason, level: level, before: before, after: batch.projected,
+                                                 score: candidate.score)))
+        reclaimedAt[s.id] = now
+        episode!.disconnects += 1
+        batch.freed += s.footprint
+        batch.victims += 1
+    }
+
+    /// At critical, a scene of a suspended app was chosen: once every connected scene of the
+    /// app is, the process is terminated instead (jetsam's way: no callbacks, no resume), which
+    /// frees its own memory too.
+    @inline(__always)
+    private mutating func noteChosen(_ s: SceneSession, ofSuspended app: AppRecord, _ candidate: Candidate,
+                                     level: PressureLevel, batch: inout Batch, into plan: inout ReclaimPlan) {
+        batch.chosenOfSuspended[s.app, default: ([], 0)].positions.append(plan.steps.count - 1)
+        batch.chosenOfSuspended[s.app]!.bytes += s.footprint
+        guard batch.chosenOfSuspended[s.app]!.positions.count == Int(app.connectedScenes) else { return }
+        dropDisconnects(of: s.app, batch: &batch, from: &plan)
+        episode!.terminations += 1
+        batch.terminatedApps.insert(s.app)
+        let base = app.baseFootprint
+        let before = batch.projected
+        batch.projected -= min(batch.projected, base)
+        batch.freed += base
+        plan.steps.append(ReclaimStep(action: .terminate(s.app),
+                                      note: note("suspended app, all of its scenes reclaimed (critical)", level: level,
+                                                 before: before, after: batch.projected, score: candidate.score)))
+    }
+
+    /// Drops the disconnects already planned for a suspended app's scenes: its termination
+    /// takes them (and a disconnect would resume the process first, for nothing).
+    private mutating func dropDisconnects(of app: AppID, batch: inout Batch, from plan: inout ReclaimPlan) {
+        guard let chosen = batch.chosenOfSuspended.removeValue(forKey: app)?.positions, !chosen.isEmpty else { return }
+        let positions = Set(chosen)
+        plan.steps = plan.steps.enumerated().filter { !positions.contains($0.offset) }.map(\.element)
+        for (other, entry) in batch.chosenOfSuspended {
+            batch.chosenOfSuspended[other]!.positions = entry.positions.map { p in p - chosen.filter { $0 < p }.count }
+        }
+        episode!.disconnects -= chosen.count
     }
 
     /// A planned disconnect did not happen (its scene deferred under the grace protocol): the
@@ -308,6 +352,37 @@ struct AppLists {
             default:
                 break
             }
+        }
+    }
+}
+
+// MARK: - Caps
+
+extension ReclaimPolicy {
+    /// MaxSessions and the archived maximum age discard archived sessions, oldest first.
+    /// These are decisions about storage, not memory: pressure never discards (R12).
+    mutating func appendCapDiscards(engine: LifecycleEngine, now: Timestamp, level: PressureLevel, usage: UInt64,
+                                    into plan: inout ReclaimPlan) {
+        let maxSessions = configuration.maxSessions
+        let maxAge = configuration.archivedMaxAge
+        let overCount = maxSessions > 0 ? engine.sessions.count - maxSessions : 0
+        guard overCount > 0 || maxAge > .zero else { return }
+        // With only the age cap, just the sessions over age need sorting.
+        var archived = engine.sessions.values.filter {
+            $0.condition == .archived && (overCount > 0 || now - $0.lastActiveAt > maxAge)
+        }
+        archived.sort { ($0.lastActiveAt, $0.id) < ($1.lastActiveAt, $1.id) }
+        var chosen = 0
+        for s in archived {
+            if chosen >= configuration.maxDiscardsPerDecision { break }
+            let tooOld = maxAge > .zero && now - s.lastActiveAt > maxAge
+            let tooMany = chosen < overCount
+            guard tooOld || tooMany else { break }
+            let reason = tooMany ? "MaxSessions=\(maxSessions) exceeded" : "archived longer than ArchivedMaxAge"
+            plan.steps.append(ReclaimStep(action: .discard(s.id),
+                                          note: ReclaimNote(level: level.name, usageBefore: usage, usageAfter: usage,
+                                                            budget: configuration.budget, score: nil, reason: reason)))
+            chosen += 1
         }
     }
 }

@@ -12,8 +12,8 @@ public struct SceneSession: Sendable, Equatable {
     public internal(set) var app: AppID
     /// configurationName, userInfo and restoration: one reference instead of 49 bytes inline
     /// (see SessionDetails), or none for the defaults (`SessionDetails.standard`), which most
-    /// sessions have: a million sessions restored on two threads all counting references to the
-    /// one standard object contended for its cache line.
+    /// sessions have, so that the threads restoring a large table do not all count references
+    /// to one shared object and contend for its cache line.
     private(set) var ownDetails: SessionDetails?
     /// Bytes this session's scene holds while connected; what a disconnect frees.
     public var footprint: UInt64

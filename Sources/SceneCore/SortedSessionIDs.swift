@@ -1,7 +1,7 @@
 /// An app's open sessions, in id order: a sorted array, not a `Set`. Ids are handed out in
 /// increasing order, so a new session is an append; restoring takes each app's ids as the
-/// session table yields them, already in order, where a `Set` hashed every one (a million
-/// hashed inserts were a third of the restore that follows loading a million sessions).
+/// session table yields them, already in order, with nothing to hash (a `Set` would hash
+/// every id of a large table while restoring it).
 /// Lookups and removals are binary searches; a removal also moves the ids after it, at most
 /// MaxSessionsPerApp of them.
 public struct SortedSessionIDs: Sendable, Hashable, RandomAccessCollection, ExpressibleByArrayLiteral,

@@ -1,8 +1,8 @@
 import Glibc
 
 /// Transparent huge pages for a large array about to be filled: 2 MiB pages instead of 4 KiB
-/// ones, so filling a million sessions (96 MB) takes ~50 page faults instead of ~24,000, each
-/// of which zeroes a page under the process's memory lock (a tenth of the start-up, measured).
+/// ones, so filling it takes one page fault where it would take 512, each of which zeroes a
+/// page under the process's memory lock.
 /// Only whole huge pages inside the range are advised; the kernel may still decline.
 enum HugePages {
     static let size = 2 << 20

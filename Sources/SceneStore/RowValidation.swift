@@ -21,7 +21,7 @@ struct RowCheck {
     @inline(__always)
     mutating func integer(_ c: Int32, _ column: StaticString) -> Int64 {
         // The column looked up once for its type and its value (column_type, then column_int64,
-        // would look it up twice: a tenth of start-up at a million rows). The value is SQLite's
+        // would look it up twice, for every column of every row). The value is SQLite's
         // "unprotected" kind, i.e. read without the connection's mutex: the store's connection
         // has none (NOMUTEX) and one thread at a time.
         let value = sqlite3_column_value(s.handle, c)

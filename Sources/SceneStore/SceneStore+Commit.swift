@@ -43,11 +43,28 @@ extension SceneStore {
         -> (logged: ClosedRange<UInt64>?, counters: EngineCounters) {
         // Event-log rows found damaged since the last commit, copied before a trim can drop them.
         try record(unrecordedQuarantine, db)
-        var nextSession = batch.counters.nextSessionNumber
-        var nextTask = batch.counters.nextTaskNumber
-        var nextSequence = batch.counters.nextSequence
+        // Raised past every identifier the batch writes or removes.
+        var next = batch.counters
+        try writeApps(batch.apps, db, st, &next)
+        try writeSessions(batch, db, st, &next)
+        try writeTasks(batch, db, st, &next)
+        let logged = try logEvents(batch.events, db, st, &next)
+        try checkAllocations(next)
+        let c = st.updateCounters
+        c.bind(1, next.clock.microseconds)
+        c.bind(2, next.nextSequence)
+        c.bind(3, next.nextSessionNumber)
+        c.bind(4, next.nextTaskNumber)
+        try run(c, db, "writing the counters")
+        guard sqlite3_changes(db.handle) == 1 else { throw corrupt("the counters row is missing") }
+        if let logged { try trimIfDue(logged, db, st) }
+        return (logged, next)
+    }
 
-        for app in batch.apps {
+    /// Apps rows: a known one updated in place, a new one given a reference and inserted.
+    private func writeApps(_ apps: [AppRecord], _ db: SQLiteConnection, _ st: Statements,
+                           _ next: inout EngineCounters) throws(StoreError) {
+        for app in apps {
             if let known = appRefs[app.id] {
                 bind(app, ref: known, st.updateApp)
                 try run(st.updateApp, db, "writing app \(app.id)")
@@ -63,9 +80,13 @@ extension SceneStore {
                 bind(app, ref: ref, st.upsertApp)
                 try run(st.upsertApp, db, "writing app \(app.id)")
             }
-            for id in app.pendingDiscards { nextSession = max(nextSession, id.rawValue &+ 1) }
+            for id in app.pendingDiscards { next.nextSessionNumber = max(next.nextSessionNumber, id.rawValue &+ 1) }
         }
+    }
 
+    /// Sessions rows written and deleted.
+    private func writeSessions(_ batch: StoreBatch, _ db: SQLiteConnection, _ st: Statements,
+                               _ next: inout EngineCounters) throws(StoreError) {
         for session in batch.sessions {
             let update = st.updateSession
             try bind(session, update, db, st)
@@ -76,14 +97,18 @@ extension SceneStore {
                 try bind(session, st.upsertSession, db, st)
                 try run(st.upsertSession, db, "writing session \(session.id)")
             }
-            nextSession = max(nextSession, session.id.rawValue &+ 1)
+            next.nextSessionNumber = max(next.nextSessionNumber, session.id.rawValue &+ 1)
         }
         for id in batch.removedSessions {
             st.deleteSession.bind(1, id.rawValue)
             try run(st.deleteSession, db, "deleting session \(id)")
-            nextSession = max(nextSession, id.rawValue &+ 1)
+            next.nextSessionNumber = max(next.nextSessionNumber, id.rawValue &+ 1)
         }
+    }
 
+    /// Tasks rows written and deleted.
+    private func writeTasks(_ batch: StoreBatch, _ db: SQLiteConnection, _ st: Statements,
+                            _ next: inout EngineCounters) throws(StoreError) {
         for task in batch.tasks {
             let s = st.upsertTask
             s.bind(1, task.token.rawValue)
@@ -93,16 +118,21 @@ extension SceneStore {
             s.bind(5, task.beganAt.microseconds)
             s.bind(6, task.expirationSentAt)
             try run(s, db, "writing task \(task.token)")
-            nextTask = max(nextTask, task.token.rawValue &+ 1)
+            next.nextTaskNumber = max(next.nextTaskNumber, task.token.rawValue &+ 1)
         }
         for token in batch.removedTasks {
             st.deleteTask.bind(1, token.rawValue)
             try run(st.deleteTask, db, "deleting task \(token)")
-            nextTask = max(nextTask, token.rawValue &+ 1)
+            next.nextTaskNumber = max(next.nextTaskNumber, token.rawValue &+ 1)
         }
+    }
 
+    /// The events, checked for new sequence numbers and appended to the log if it keeps any.
+    /// Returns the range of sequence numbers logged.
+    private func logEvents(_ events: [LifecycleEvent], _ db: SQLiteConnection, _ st: Statements,
+                           _ next: inout EngineCounters) throws(StoreError) -> ClosedRange<UInt64>? {
         var floor = sequenceFloor
-        for event in batch.events {
+        for event in events {
             // Numbers only go up, across the batch and across commits, even once the log has
             // been trimmed past them.
             guard event.seq >= floor else {
@@ -110,36 +140,24 @@ extension SceneStore {
                                  message: "event #\(event.seq) reuses a sequence number (the next free one is #\(floor))")
             }
             floor = event.seq &+ 1
-            nextSequence = max(nextSequence, event.seq &+ 1)
+            next.nextSequence = max(next.nextSequence, event.seq &+ 1)
         }
         // Strictly increasing (checked above), so the batch's first and last bound what it logs.
-        var logged: ClosedRange<UInt64>?
-        if eventLogCapacity > 0, let first = batch.events.first, let last = batch.events.last {
-            try log(batch.events, db, st)
-            logged = first.seq...last.seq
-        }
+        guard eventLogCapacity > 0, let first = events.first, let last = events.last else { return nil }
+        try log(events, db, st)
+        return first.seq...last.seq
+    }
 
-        // What bounds the allocations of a transaction a damaged log may lose (SceneStore+Recovery).
-        for (kind, next, floor, cap) in [("session ids", nextSession, sessionFloor, Tuning.maxAllocationsPerCommit),
-                                         ("task tokens", nextTask, taskFloor, Tuning.maxTaskTokensPerCommit),
-                                         ("sequence numbers", nextSequence, sequenceFloor, Tuning.maxAllocationsPerCommit)]
+    /// What bounds the allocations of a transaction a damaged log may lose (SceneStore+Recovery).
+    private func checkAllocations(_ counters: EngineCounters) throws(StoreError) {
+        for (kind, next, floor, cap) in [("session ids", counters.nextSessionNumber, sessionFloor, Tuning.maxAllocationsPerCommit),
+                                         ("task tokens", counters.nextTaskNumber, taskFloor, Tuning.maxTaskTokensPerCommit),
+                                         ("sequence numbers", counters.nextSequence, sequenceFloor, Tuning.maxAllocationsPerCommit)]
         where next > floor && next - floor > cap || next >= Tuning.storedNumberLimit {
             throw StoreError(kind: .constraint, path: path,
                              message: "the batch would take \(kind) up to \(next), \(next &- floor) past the last "
                                  + "committed; one commit may allocate at most \(cap)")
         }
-
-        let c = st.updateCounters
-        c.bind(1, batch.counters.clock.microseconds)
-        c.bind(2, nextSequence)
-        c.bind(3, nextSession)
-        c.bind(4, nextTask)
-        try run(c, db, "writing the counters")
-        guard sqlite3_changes(db.handle) == 1 else { throw corrupt("the counters row is missing") }
-
-        if let logged { try trimIfDue(logged, db, st) }
-        return (logged, EngineCounters(clock: batch.counters.clock, nextSequence: nextSequence,
-                                       nextSessionNumber: nextSession, nextTaskNumber: nextTask))
     }
 
     /// Binds parameters ?1 to ?9 of `updateApp` (which leaves ?2, the id, unused) or `upsertApp`.

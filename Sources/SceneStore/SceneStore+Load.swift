@@ -171,36 +171,8 @@ extension SceneStore {
         throws(StoreError) -> SessionTable {
         let loader = SessionLoader(appsByRef: appsByRef, configurationsByRef: configurationsByRef,
                                    quarantinedApps: quarantinedApps, deferring: deferring)
-        guard let low = try db.integer("SELECT min(id) FROM sessions", "finding the first session"),
-              let high = try db.integer("SELECT max(id) FROM sessions", "finding the last session") else {
-            return SessionTable()
-        }
-        // Split by the id span, which costs nothing to know (a count reads every page): ids are
-        // handed out in order, so the span is the rows ever made, and the live ones are spread
-        // over it; a lopsided split is only slower, never wrong. Damaged rows may hold any ids:
-        // a span too wide for Int64 is read in one range.
-        let (span, overflow) = high.subtractingReportingOverflow(low)
-        let split = !overflow && span > 0 && span >= Int64(parallelAbove)
-        let ranges = split ? [low...(low + span / 2), (low + span / 2 + 1)...high] : [low...high]
-        lastLoadRanges = ranges.count
-        // Each range gets its own part of the array. Counting the whole table is quick (SQLite
-        // counts a b-tree's cells without reading rows), counting a range is not (50 ms per
-        // half a million rows, before either thread starts): where ids are dense, each part is
-        // sized by its id span, which holds every row it can have, and the gap left by missing
-        // ids is closed after.
-        let rowCount = Int(try db.integer("SELECT count(*) FROM sessions", "counting sessions") ?? 0)
-        var counts: [Int] = []
-        if !split {
-            counts = [rowCount]
-        } else if span < Int64(rowCount + rowCount / 4) {
-            counts = ranges.map { Int($0.upperBound - $0.lowerBound) + 1 }
-        } else {
-            for r in ranges {
-                let n = try db.integer("SELECT count(*) FROM sessions WHERE id BETWEEN \(r.lowerBound) AND \(r.upperBound)",
-                                       "counting sessions") ?? 0
-                counts.append(Int(n))
-            }
-        }
+        guard let parts = try sessionParts(db, parallelAbove: parallelAbove) else { return SessionTable() }
+        let (ranges, counts) = parts
         lastLoadParts = counts
         let total = counts.reduce(0, +)
         var found: [SessionLoader.Rows] = []
@@ -209,48 +181,12 @@ extension SceneStore {
             // At least the rows at `low` and `high`: never an empty buffer.
             guard let base = buffer.baseAddress else { return }
             HugePages.advise(UnsafeMutableRawPointer(base), bytes: total * MemoryLayout<SceneSession>.stride)
-            var helper: HelperThread<Result<SessionLoader.Rows, StoreError>>?
-            if ranges.count == 2 {
-                let upper = UncheckedPointer(base + counts[0])
-                let (path, range, capacity) = (self.path, ranges[1], counts[1])
-                let helperLoader = loader.withOwnStrings()
-                helper = HelperThread { () -> Result<SessionLoader.Rows, StoreError> in
-                    Result { () throws(StoreError) in
-                        try SceneStore.readOnHelperConnection(path: path, helperLoader, range, upper.pointer, capacity)
-                    }
-                }
-            }
-            var own = Result { () throws(StoreError) in try loader.read(db, ids: ranges[0], into: base, capacity: counts[0]) }
-            var upper: Result<SessionLoader.Rows, StoreError>?
-            if let helper { upper = helper.join() }
-            // A failure on either side: the other side's sessions are let go, nothing is kept.
-            if case .failure(let e) = upper, case .success(let rows) = own {
-                base.deinitialize(count: rows.written)
-                own = .failure(e)
-            }
-            if case .failure = own, case .success(let rows) = upper {
-                (base + counts[0]).deinitialize(count: rows.written)
-                upper = nil
-            }
-            switch own {
+            switch readSessions(db, loader, ranges, counts, into: base, &found) {
             case .failure(let e):
                 failure = e
                 initialized = 0
-            case .success(let rows):
-                found.append(rows)
-                initialized = rows.written
-                if case .success(let more) = upper {
-                    found.append(more)
-                    // Ids missing from the lower range, or its rows quarantined, leave a gap: the
-                    // upper part moves down, and the pages it leaves are given back.
-                    if rows.written < counts[0] {
-                        (base + rows.written).moveInitialize(from: base + counts[0], count: more.written)
-                        let stride = MemoryLayout<SceneSession>.stride
-                        HugePages.release(UnsafeMutableRawPointer(base + rows.written + more.written),
-                                          bytes: (counts[0] - rows.written) * stride)
-                    }
-                    initialized += more.written
-                }
+            case .success(let written):
+                initialized = written
             }
         }
         if let failure { throw failure }
@@ -263,6 +199,87 @@ extension SceneStore {
         } catch {
             // Keys are the table's primary key and the ranges are disjoint: each id comes once.
             throw corrupt("\(error)")
+        }
+    }
+
+    /// The id ranges the sessions are read in (one, or two at `parallelAbove` ids or more,
+    /// noted in `lastLoadRanges` even if counting fails), and how many rows each range's part
+    /// of the array is sized for; nil for an empty table.
+    private func sessionParts(_ db: SQLiteConnection, parallelAbove: Int) throws(StoreError)
+        -> (ranges: [ClosedRange<Int64>], counts: [Int])? {
+        guard let low = try db.integer("SELECT min(id) FROM sessions", "finding the first session"),
+              let high = try db.integer("SELECT max(id) FROM sessions", "finding the last session") else {
+            return nil
+        }
+        // Split by the id span, which costs nothing to know (a count reads every page): ids are
+        // handed out in order, so the span is the rows ever made, and the live ones are spread
+        // over it; a lopsided split is only slower, never wrong. Damaged rows may hold any ids:
+        // a span too wide for Int64 is read in one range.
+        let (span, overflow) = high.subtractingReportingOverflow(low)
+        let split = !overflow && span > 0 && span >= Int64(parallelAbove)
+        let ranges = split ? [low...(low + span / 2), (low + span / 2 + 1)...high] : [low...high]
+        lastLoadRanges = ranges.count
+        // Counting the whole table is quick (SQLite counts a b-tree's cells without reading
+        // rows), counting a range is not, and would come before either thread starts: where ids
+        // are dense, each part is sized by its id span, which holds every row it can have, and
+        // the gap left by missing ids is closed after.
+        let rowCount = Int(try db.integer("SELECT count(*) FROM sessions", "counting sessions") ?? 0)
+        if !split { return (ranges, [rowCount]) }
+        if span < Int64(rowCount + rowCount / 4) { return (ranges, ranges.map { Int($0.upperBound - $0.lowerBound) + 1 }) }
+        var counts: [Int] = []
+        for r in ranges {
+            let n = try db.integer("SELECT count(*) FROM sessions WHERE id BETWEEN \(r.lowerBound) AND \(r.upperBound)",
+                                   "counting sessions") ?? 0
+            counts.append(Int(n))
+        }
+        return (ranges, counts)
+    }
+
+    /// Reads each range into its part of the array from `base`: the upper range on a helper
+    /// thread, the lower one here; adds what each found to `found`. Returns how many sessions
+    /// are initialized from `base` on, in one run; after a failure none are.
+    private func readSessions(_ db: SQLiteConnection, _ loader: SessionLoader, _ ranges: [ClosedRange<Int64>],
+                              _ counts: [Int], into base: UnsafeMutablePointer<SceneSession>,
+                              _ found: inout [SessionLoader.Rows]) -> Result<Int, StoreError> {
+        var helper: HelperThread<Result<SessionLoader.Rows, StoreError>>?
+        if ranges.count == 2 {
+            let upper = UncheckedPointer(base + counts[0])
+            let (path, range, capacity) = (self.path, ranges[1], counts[1])
+            let helperLoader = loader.withOwnStrings()
+            helper = HelperThread { () -> Result<SessionLoader.Rows, StoreError> in
+                Result { () throws(StoreError) in
+                    try SceneStore.readOnHelperConnection(path: path, helperLoader, range, upper.pointer, capacity)
+                }
+            }
+        }
+        var own = Result { () throws(StoreError) in try loader.read(db, ids: ranges[0], into: base, capacity: counts[0]) }
+        var upper: Result<SessionLoader.Rows, StoreError>?
+        if let helper { upper = helper.join() }
+        // A failure on either side: the other side's sessions are let go, nothing is kept.
+        if case .failure(let e) = upper, case .success(let rows) = own {
+            base.deinitialize(count: rows.written)
+            own = .failure(e)
+        }
+        if case .failure = own, case .success(let rows) = upper {
+            (base + counts[0]).deinitialize(count: rows.written)
+            upper = nil
+        }
+        switch own {
+        case .failure(let e):
+            return .failure(e)
+        case .success(let rows):
+            found.append(rows)
+            guard case .success(let more) = upper else { return .success(rows.written) }
+            found.append(more)
+            // Ids missing from the lower range, or its rows quarantined, leave a gap: the
+            // upper part moves down, and the pages it leaves are given back.
+            if rows.written < counts[0] {
+                (base + rows.written).moveInitialize(from: base + counts[0], count: more.written)
+                let stride = MemoryLayout<SceneSession>.stride
+                HugePages.release(UnsafeMutableRawPointer(base + rows.written + more.written),
+                                  bytes: (counts[0] - rows.written) * stride)
+            }
+            return .success(rows.written + more.written)
         }
     }
 

@@ -163,12 +163,12 @@ public final class SceneStore {
         // trusted_schema: a tampered file's schema may not call functions behind our back.
     }
 
-    /// The cheap corruption check. A full `PRAGMA quick_check` reads every page: 0.7 s for a
-    /// million sessions, a quarter of the start-up budget. Instead: SQLite has already parsed
-    /// page 1 and the schema; every table but sessions gets a real b-tree check (quick_check of a
-    /// table: the event log is bounded, ~40 ms at 100,000 events; the rest is tiny); sessions has
-    /// both ends of its b-tree read here, and all of it read by load(), with cell_size_check on so
-    /// each page is checked as it comes in. `integrityCheck()` is the full check, for operators.
+    /// The cheap corruption check. A full `PRAGMA quick_check` reads every page, a large share
+    /// of the start-up budget with many sessions. Instead: SQLite has already parsed page 1 and
+    /// the schema; every table but sessions gets a real b-tree check (quick_check of a table:
+    /// the event log is bounded and the rest is small); sessions has both ends of its b-tree
+    /// read here, and all of it read by load(), with cell_size_check on so each page is checked
+    /// as it comes in. `integrityCheck()` is the full check, for operators.
     private func checkOnOpen(_ db: SQLiteConnection) throws(StoreError) {
         for table in ["counters", "apps", "configurations", "tasks", "events"] {
             let result = try db.texts("PRAGMA quick_check(\(table))", "checking table \(table)")

@@ -1,10 +1,9 @@
 import CSQLite
 import SceneCore
 
-/// Reads and checks sessions rows: the hot path of start-up. A million rows take about 1.3 s
-/// of one core (SQLite's stepping and column reads are half of it), so a large table is read in
-/// two id ranges at once, each on its own connection and thread (`SceneStore.loadSessions`),
-/// each writing its sessions straight into its own part of the one array the engine adopts.
+/// Reads and checks sessions rows: the hot path of start-up, so a large table is read in two
+/// id ranges at once, each on its own connection and thread (`SceneStore.loadSessions`), each
+/// writing its sessions straight into its own part of the one array the engine adopts.
 ///
 /// App ids and configuration names come from the store's dictionaries by index, so every
 /// session shares one copy of each; only userInfo and restoration data are decoded (and
@@ -19,7 +18,7 @@ struct SessionLoader: Sendable {
     /// The same loader with app ids and configuration names of its own storage, for the
     /// helper thread: every session holds a reference to its app id and configuration name,
     /// and two threads counting references on the same few strings contend for their cache
-    /// lines (measured: the main thread's half took 10-30 % longer when they shared them).
+    /// lines.
     func withOwnStrings() -> SessionLoader {
         func copy(_ s: String) -> String { String(decoding: Array(s.utf8), as: UTF8.self) }
         return SessionLoader(appsByRef: appsByRef.map { $0.flatMap { AppID(copy($0.rawValue)) } },
@@ -53,18 +52,7 @@ struct SessionLoader: Sendable {
 
     private func read(_ db: SQLiteConnection, _ range: ClosedRange<Int64>, _ buffer: UnsafeMutablePointer<SceneSession>,
                       _ capacity: Int, _ rows: inout Rows) throws(StoreError) {
-        // Deferred, a large payload reads as NULL: SQLite then never loads its overflow pages.
-        let limit = savedPayloadInlineLimit
-        let payloads = deferring
-            ? "CASE WHEN user_info_size <= \(limit) THEN user_info END, "
-                + "CASE WHEN restoration_size <= \(limit) THEN restoration END"
-            : "user_info, restoration"
-        let s = try db.prepare("""
-            SELECT id, app, role, configuration, \(payloads), footprint, condition, scene_state,
-                   scene_instance, created_at, last_active_at, background_since, activations, restores,
-                   restore_cost_ms, protected, activation_score, user_info_size, restoration_size
-            FROM sessions WHERE id BETWEEN \(range.lowerBound) AND \(range.upperBound) ORDER BY id
-            """, persistent: false, "loading sessions")
+        let s = try prepareSelect(db, range)
         defer { s.finalize() }
         // Local copies: elements of a let array are lent to the calls below without the
         // reference counting (and exclusivity checks) that reading through `self` costs.
@@ -90,22 +78,7 @@ struct SessionLoader: Sendable {
             } else {
                 check.fail("configuration reference \(configurationRef) names no configuration")
             }
-            var userInfo: SavedPayload<UserInfo>
-            var restoration: SavedPayload<RestorationData?>
-            if deferring {
-                let userInfoSize = check.integer(18, "user_info_size")
-                let restorationSize = check.integer(19, "restoration_size")
-                if check.isValid && (userInfoSize < 0 || restorationSize < 0) {
-                    check.fail("a payload size is negative (\(userInfoSize), \(restorationSize))")
-                }
-                userInfo = userInfoSize > limit ? .stored(byteCount: Int(userInfoSize))
-                    : .held(UserInfo(json: check.jsonObject(4, "user_info")))
-                restoration = restorationSize > limit ? .stored(byteCount: Int(restorationSize))
-                    : .held(check.restoration(5, "restoration"))
-            } else {
-                userInfo = .held(UserInfo(json: check.jsonObject(4, "user_info")))
-                restoration = .held(check.restoration(5, "restoration"))
-            }
+            let (userInfo, restoration) = payloads(&check)
             let footprint = check.unsigned(6, "footprint")
             let conditionCode = check.integer(7, "condition")
             let condition = StorageCodes.storedCondition(conditionCode)
@@ -141,6 +114,41 @@ struct SessionLoader: Sendable {
                 restores: restores, restoreCostMs: restoreCost, isProtected: isProtected, activationScore: s.double(17)))
             rows.written += 1
         }
+    }
+
+    /// The select of `range`'s rows, in id order.
+    private func prepareSelect(_ db: SQLiteConnection, _ range: ClosedRange<Int64>) throws(StoreError) -> Statement {
+        // Deferred, a large payload reads as NULL: SQLite then never loads its overflow pages.
+        let limit = savedPayloadInlineLimit
+        let payloads = deferring
+            ? "CASE WHEN user_info_size <= \(limit) THEN user_info END, "
+                + "CASE WHEN restoration_size <= \(limit) THEN restoration END"
+            : "user_info, restoration"
+        return try db.prepare("""
+            SELECT id, app, role, configuration, \(payloads), footprint, condition, scene_state,
+                   scene_instance, created_at, last_active_at, background_since, activations, restores,
+                   restore_cost_ms, protected, activation_score, user_info_size, restoration_size
+            FROM sessions WHERE id BETWEEN \(range.lowerBound) AND \(range.upperBound) ORDER BY id
+            """, persistent: false, "loading sessions")
+    }
+
+    /// The row's userInfo and restoration data; deferred, a large one only by its size.
+    @inline(__always)
+    private func payloads(_ check: inout RowCheck) -> (SavedPayload<UserInfo>, SavedPayload<RestorationData?>) {
+        guard deferring else {
+            return (.held(UserInfo(json: check.jsonObject(4, "user_info"))), .held(check.restoration(5, "restoration")))
+        }
+        let limit = Int64(savedPayloadInlineLimit)
+        let userInfoSize = check.integer(18, "user_info_size")
+        let restorationSize = check.integer(19, "restoration_size")
+        if check.isValid && (userInfoSize < 0 || restorationSize < 0) {
+            check.fail("a payload size is negative (\(userInfoSize), \(restorationSize))")
+        }
+        let userInfo: SavedPayload<UserInfo> = userInfoSize > limit ? .stored(byteCount: Int(userInfoSize))
+            : .held(UserInfo(json: check.jsonObject(4, "user_info")))
+        let restoration: SavedPayload<RestorationData?> = restorationSize > limit ? .stored(byteCount: Int(restorationSize))
+            : .held(check.restoration(5, "restoration"))
+        return (userInfo, restoration)
     }
 
     /// The app a session or task row names, if it is stored and not quarantined.

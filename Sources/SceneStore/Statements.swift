@@ -34,10 +34,35 @@ struct Statements {
                 throw error
             }
         }
-        begin = try prepare("BEGIN IMMEDIATE")
-        commit = try prepare("COMMIT")
-        rollback = try prepare("ROLLBACK")
-        upsertApp = try prepare("""
+        begin = try prepare(SQL.begin)
+        commit = try prepare(SQL.commit)
+        rollback = try prepare(SQL.rollback)
+        upsertApp = try prepare(SQL.upsertApp)
+        updateApp = try prepare(SQL.updateApp)
+        insertConfiguration = try prepare(SQL.insertConfiguration)
+        upsertSession = try prepare(SQL.upsertSession)
+        updateSession = try prepare(SQL.updateSession)
+        deleteSession = try prepare(SQL.deleteSession)
+        upsertTask = try prepare(SQL.upsertTask)
+        deleteTask = try prepare(SQL.deleteTask)
+        insertEvent = try prepare(SQL.insertEvent)
+        insertEvents = try prepare(SQL.insertEvents)
+        updateCounters = try prepare(SQL.updateCounters)
+        trimEvents = try prepare(SQL.trimEvents)
+        selectEvents = try prepare(SQL.selectEvents)
+    }
+
+    /// The events table's columns, in the order `SceneStore`'s `bind(_:_:first:)` binds an event.
+    static let eventColumns = "seq, time, name, app, session, scene_instance, state, app_state, cause, extra"
+    static let eventFields = 10
+    static let eventsPerInsert = 16
+
+    /// The statements' text, one per row operation.
+    enum SQL {
+        static let begin = "BEGIN IMMEDIATE"
+        static let commit = "COMMIT"
+        static let rollback = "ROLLBACK"
+        static let upsertApp = """
             INSERT INTO apps (ref, id, process, pending_discards, idle_since, background_entered_at, launched_at,
                               launches, base_footprint)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
@@ -46,18 +71,18 @@ struct Statements {
                 idle_since = excluded.idle_since, background_entered_at = excluded.background_entered_at,
                 launched_at = excluded.launched_at, launches = excluded.launches,
                 base_footprint = excluded.base_footprint
-            """)
+            """
         // As for sessions: an app already stored is updated in place (its id, and so the index
         // on it, unchanged); the upsert only for a new one.
-        updateApp = try prepare("""
+        static let updateApp = """
             UPDATE apps SET process = ?3, pending_discards = ?4, idle_since = ?5, background_entered_at = ?6,
                             launched_at = ?7, launches = ?8, base_footprint = ?9
             WHERE ref = ?1
-            """)
-        insertConfiguration = try prepare("INSERT INTO configurations (ref, name) VALUES (?1, ?2)")
+            """
+        static let insertConfiguration = "INSERT INTO configurations (ref, name) VALUES (?1, ?2)"
         // ?21 and ?22: the session's userInfo or restoration data is only in the store (not held
         // by the engine), so the row keeps its own; a change of state then rewrites no payload.
-        upsertSession = try prepare("""
+        static let upsertSession = """
             INSERT INTO sessions (id, app, role, configuration, user_info, restoration, footprint, condition,
                                   scene_state, scene_instance, created_at, last_active_at, background_since,
                                   activations, restores, restore_cost_ms, protected, activation_score,
@@ -75,10 +100,10 @@ struct Statements {
                 activations = excluded.activations, restores = excluded.restores,
                 restore_cost_ms = excluded.restore_cost_ms, protected = excluded.protected,
                 activation_score = excluded.activation_score
-            """)
+            """
         // Most writes are to sessions already stored: one UPDATE (one seek, one record) first,
         // the upsert above only when it changed nothing; the upsert alone evaluates the row twice.
-        updateSession = try prepare("""
+        static let updateSession = """
             UPDATE sessions SET
                 app = ?2, role = ?3, configuration = ?4,
                 user_info = CASE WHEN ?21 THEN user_info ELSE ?5 END,
@@ -88,41 +113,36 @@ struct Statements {
                 restore_cost_ms = ?16, protected = ?17, activation_score = ?18,
                 user_info_size = ?19, restoration_size = ?20
             WHERE id = ?1
-            """)
-        deleteSession = try prepare("DELETE FROM sessions WHERE id = ?1")
-        upsertTask = try prepare("""
+            """
+        static let deleteSession = "DELETE FROM sessions WHERE id = ?1"
+        static let upsertTask = """
             INSERT INTO tasks (token, app, session, name, began_at, expiration_sent_at)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
             ON CONFLICT (token) DO UPDATE SET
                 app = excluded.app, session = excluded.session, name = excluded.name,
                 began_at = excluded.began_at, expiration_sent_at = excluded.expiration_sent_at
-            """)
-        deleteTask = try prepare("DELETE FROM tasks WHERE token = ?1")
-        insertEvent = try prepare("""
-            INSERT INTO events (\(Self.eventColumns))
+            """
+        static let deleteTask = "DELETE FROM tasks WHERE token = ?1"
+        static let insertEvent = """
+            INSERT INTO events (\(Statements.eventColumns))
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-            """)
-        insertEvents = try prepare("INSERT INTO events (\(Self.eventColumns)) VALUES "
-            + (0..<Self.eventsPerInsert).map { row in
-                "(" + (1...Self.eventFields).map { "?\(row * Self.eventFields + $0)" }.joined(separator: ", ") + ")"
-            }.joined(separator: ", "))
+            """
+        static let insertEvents = "INSERT INTO events (\(Statements.eventColumns)) VALUES "
+            + (0..<Statements.eventsPerInsert).map { row in
+                "(" + (1...Statements.eventFields).map { "?\(row * Statements.eventFields + $0)" }.joined(separator: ", ") + ")"
+            }.joined(separator: ", ")
         // High-water marks only move forward, whatever a caller passes.
-        updateCounters = try prepare("""
+        static let updateCounters = """
             UPDATE counters SET clock = max(clock, ?1), next_sequence = max(next_sequence, ?2),
                                 next_session = max(next_session, ?3), next_task = max(next_task, ?4)
             WHERE id = 1
-            """)
-        trimEvents = try prepare("DELETE FROM events WHERE seq < ?1")
-        selectEvents = try prepare("""
+            """
+        static let trimEvents = "DELETE FROM events WHERE seq < ?1"
+        static let selectEvents = """
             SELECT seq, time, name, app, session, scene_instance, state, app_state, cause, extra
             FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2
-            """)
+            """
     }
-
-    /// The events table's columns, in the order `SceneStore`'s `bind(_:_:first:)` binds an event.
-    static let eventColumns = "seq, time, name, app, session, scene_instance, state, app_state, cause, extra"
-    static let eventFields = 10
-    static let eventsPerInsert = 16
 
     func finalize() {
         for s in [begin, commit, rollback, upsertApp, updateApp, insertConfiguration, upsertSession, updateSession, deleteSession,

@@ -3,14 +3,13 @@ enum Tuning {
     /// A checkpoint every ~64 MB of WAL rather than SQLite's 4 MB. Under a steady stream of
     /// commits the same hot pages (sessions being switched, the log's tail) are rewritten in the
     /// WAL many times but copied to the main file once per checkpoint, and each checkpoint
-    /// fsyncs: measured with 100,000 sessions, 16 MB checkpoints stalled the commit thread often
-    /// enough to halve throughput in some runs; at 64 MB every run held its rate.
+    /// fsyncs, stalling the commit thread: fewer, larger checkpoints keep the commit rate steady.
     static let walAutocheckpointPages = 16000
     /// The WAL file is cut back to this after a checkpoint, so a burst does not leave it large.
     static let journalSizeLimit = 80 << 20
-    /// 16 MiB of page cache (negative: KiB). A million sessions take ~60 MB of pages; caching
-    /// them all would keep that much in the daemon for little gain: a miss is one pread from the
-    /// kernel's page cache. load() releases what its full scan brought in.
+    /// 16 MiB of page cache (negative: KiB). Caching every page of a large sessions table would
+    /// keep that much in the daemon for little gain: a miss is one pread from the kernel's page
+    /// cache. load() releases what its full scan brought in.
     static let cacheSizeKiB = -16384
     /// The saved-data reader's page cache: a point read touches a few b-tree pages and the
     /// payload's overflow pages, read once; the kernel caches them anyway.

@@ -13,8 +13,7 @@ public enum ProcessMemory {
     /// Hands memory that has been freed back to the system. Freed memory below live allocations
     /// (and in another thread's arena) stays mapped and resident: after restoring its state,
     /// which fills SQLite's page cache with every page and then frees it, the daemon would keep
-    /// that much for good (measured: 100,000 sessions with 16 KiB of restoration data each kept
-    /// 15 MiB, a third of the daemon). Walks the whole heap: for rare moments only.
+    /// that much for good. Walks the whole heap: for rare moments only.
     public static func handBackFreed() {
         _ = malloc_trim(0)
     }

@@ -4,8 +4,8 @@
 ///
 /// Small writes (keys, punctuation, numbers) gather in a 256-byte scratch area inside the
 /// writer and reach the array in one append when it fills or when `bytes` is read: an append
-/// to an array checks its capacity and uniqueness and calls memmove, and a reply of a hundred
-/// small pieces spent more on that than on anything else (measured with perf).
+/// to an array checks its capacity and uniqueness and calls memmove, which for a reply of many
+/// small pieces would cost more than writing them.
 public struct JSONWriter: Sendable {
     private var storage: [UInt8]
     private var scratch = Scratch()
