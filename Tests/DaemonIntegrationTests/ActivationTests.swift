@@ -19,8 +19,11 @@ import Varlink
         let child = try ChildProcess([Self.activator, "-l", dir.file("metrics"), "-l", dir.file("varlink"), "--fdname=\(names)",
                                       Binaries.scened, "--state-dir", dir.file("state"), "--config", dir.file("scened.conf")],
                                      environment: env, directory: dir.path, label: "activated")
-        // The activator listens first; the first client makes it exec scened.
-        #expect(waitUntil(seconds: 10) { access(dir.file(trigger), F_OK) == 0 }, "the activator did not listen")
+        // The activator listens first; the first client makes it exec scened. Its socket file
+        // exists from bind(), before listen(): a client connecting in between is refused and
+        // nothing is exec'd, so wait for the activator's own word that it listens.
+        #expect(waitUntil(seconds: 10) { ["metrics", "varlink", trigger].allSatisfy { child.stderr.contains("Listening on \(dir.file($0))") } },
+                "the activator did not listen; stderr:\n\(child.stderr)")
         return child
     }
 
