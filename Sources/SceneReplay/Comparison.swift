@@ -1,4 +1,5 @@
 import SceneCore
+import SceneTrace
 import Varlink
 
 /// One policy's replay of a trace, with the figures that compare it with LRU and OPT.

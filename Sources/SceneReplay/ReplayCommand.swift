@@ -1,4 +1,5 @@
 import SceneCore
+import SceneTrace
 import Varlink
 
 /// What the command line needs from the outside world, injected so that the library stays pure

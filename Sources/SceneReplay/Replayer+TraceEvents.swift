@@ -1,4 +1,5 @@
 import SceneCore
+import SceneTrace
 
 /// The trace's own events, fed to the engine (and the controller's override).
 extension Replayer {

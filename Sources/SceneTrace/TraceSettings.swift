@@ -45,18 +45,6 @@ public struct TraceSettings: Sendable, Equatable {
     }
 }
 
-extension ReplaySettings {
-    /// Takes a trace's recorded settings (the budget stays the caller's).
-    public mutating func adopt(_ s: TraceSettings) {
-        let budget = reclaim.budget
-        reclaim = s.reclaim
-        reclaim.budget = budget
-        engine = s.engine
-        hold = s.hold
-        gaugeIsSource = s.gauge
-    }
-}
-
 extension TraceParser {
     static func settings(_ fields: inout Fields) throws(TraceError) -> TraceSettings {
         var s = TraceSettings()
