@@ -109,7 +109,9 @@ extension TraceParser {
 }
 
 extension TraceWriter {
+    /// The `settings` line's `ev` and members.
     static func settings(_ s: TraceSettings, _ w: inout JSONWriter) {
+        w.string("settings")
         if let source = s.source { w.key("source"); w.string(source) }
         if let since = s.since { w.key("since"); w.uint(since) }
         if let epoch = s.epochMicros { w.key("epoch_us"); w.int(epoch) }

@@ -14,127 +14,135 @@ public enum TraceWriter {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// One line: `t` and `ev`, then the members of its kind.
     public static func line(_ event: TraceEvent) -> [UInt8] {
         var w = JSONWriter(reservingCapacity: 96)
         w.beginObject()
         w.key("t")
         w.int(event.time)
         w.key("ev")
-        func scene(_ name: String) {
-            w.key("scene")
-            w.string(name)
-        }
         switch event.kind {
-        case .meta(let scenario, let seed):
-            w.string("meta")
-            if let scenario {
-                w.key("scenario")
-                w.string(scenario)
-            }
-            if let seed {
-                w.key("seed")
-                w.uint(seed)
-            }
-        case .open(let s):
-            w.string("open")
-            scene(s.name)
-            if let app = s.app {
-                w.key("app")
-                w.string(app)
-            }
-            w.key("mem")
-            w.uint(s.bytes)
-            w.key("restore_ms")
-            w.uint(UInt64(s.restoreMs))
-            if s.stateBytes > 0 {
-                w.key("state_bytes")
-                w.uint(s.stateBytes)
-            }
-            if !s.flags.isEmpty {
-                w.key("flags")
-                w.beginArray()
-                for flag in s.flags { w.string(flag) }
-                w.endArray()
-            }
-        case .activate(let s):
-            w.string("activate")
-            scene(s)
-        case .deactivate(let s):
-            w.string("deactivate")
-            scene(s)
-        case .background(let s):
-            w.string("background")
-            scene(s)
-        case .suspend(let s):
-            w.string("suspend")
-            scene(s)
-        case .close(let s):
-            w.string("close")
-            scene(s)
-        case .mem(let s, let bytes):
-            w.string("mem")
-            scene(s)
-            w.key("mem")
-            w.uint(bytes)
-        case .appMem(let app, let bytes):
-            w.string("app_mem")
-            w.key("app")
-            w.string(app)
-            w.key("mem")
-            w.uint(bytes)
-        case .protect(let s, let on):
-            w.string("protect")
-            scene(s)
-            w.key("on")
-            w.bool(on)
-        case .budget(let budget):
-            w.string("budget")
-            switch budget {
-            case .bytes(let b):
-                w.key("bytes")
-                w.uint(b)
-            case .scale(let k):
-                w.key("scale")
-                w.double(k)
-            case .unlimited:
-                w.key("bytes")
-                w.null()
-            }
-        case .pressure(let level):
-            w.string("pressure")
-            w.key("level")
-            w.string(level?.name ?? "auto")
-        case .ackProfile(let p):
-            w.string("ack_profile")
-            scene(p.scene)
-            w.key("latency_ms")
-            if let ms = p.latencyMs { w.int(ms) } else { w.null() }
-            w.key("defer")
-            w.bool(p.defers)
-        case .settings(let s):
-            w.string("settings")
-            settings(s, &w)
-        case .launch(let app):
-            w.string("launch")
-            w.key("app")
-            w.string(app)
-        case .terminate(let app):
-            w.string("terminate")
-            w.key("app")
-            w.string(app)
-        case .disconnect(let s):
-            w.string("disconnect")
-            scene(s)
-        case .decide:
-            w.string("decide")
-        case .timedPressure(let level, let ms):
-            w.string("pressure")
-            w.key("level")
-            w.string(level.name)
-            w.key("for_ms")
-            w.int(ms)
+        case .meta(let scenario, let seed): meta(scenario: scenario, seed: seed, &w)
+        case .open(let scene): open(scene, &w)
+        case .activate(let name): sceneLine("activate", name, &w)
+        case .deactivate(let name): sceneLine("deactivate", name, &w)
+        case .background(let name): sceneLine("background", name, &w)
+        case .suspend(let name): sceneLine("suspend", name, &w)
+        case .close(let name): sceneLine("close", name, &w)
+        case .disconnect(let name): sceneLine("disconnect", name, &w)
+        case .mem(let name, let bytes): mem(scene: name, bytes: bytes, &w)
+        case .appMem(let app, let bytes): appMem(app: app, bytes: bytes, &w)
+        case .protect(let name, let on): protect(scene: name, on: on, &w)
+        case .budget(let budget): self.budget(budget, &w)
+        case .pressure(let level): pressure(level?.name ?? "auto", durationMs: nil, &w)
+        case .timedPressure(let level, let ms): pressure(level.name, durationMs: ms, &w)
+        case .ackProfile(let profile): ackProfile(profile, &w)
+        case .settings(let s): settings(s, &w)
+        case .launch(let app): appLine("launch", app, &w)
+        case .terminate(let app): appLine("terminate", app, &w)
+        case .decide: w.string("decide")
         }
         w.endObject()
         return w.bytes
+    }
+
+    static func meta(scenario: String?, seed: UInt64?, _ w: inout JSONWriter) {
+        w.string("meta")
+        if let scenario {
+            w.key("scenario")
+            w.string(scenario)
+        }
+        if let seed {
+            w.key("seed")
+            w.uint(seed)
+        }
+    }
+
+    static func open(_ s: TraceScene, _ w: inout JSONWriter) {
+        sceneLine("open", s.name, &w)
+        if let app = s.app {
+            w.key("app")
+            w.string(app)
+        }
+        w.key("mem")
+        w.uint(s.bytes)
+        w.key("restore_ms")
+        w.uint(UInt64(s.restoreMs))
+        if s.stateBytes > 0 {
+            w.key("state_bytes")
+            w.uint(s.stateBytes)
+        }
+        if !s.flags.isEmpty {
+            w.key("flags")
+            w.beginArray()
+            for flag in s.flags { w.string(flag) }
+            w.endArray()
+        }
+    }
+
+    /// A line that names a scene and nothing else (the others add their members after it).
+    static func sceneLine(_ ev: String, _ scene: String, _ w: inout JSONWriter) {
+        w.string(ev)
+        w.key("scene")
+        w.string(scene)
+    }
+
+    /// A line that names an app and nothing else.
+    static func appLine(_ ev: String, _ app: String, _ w: inout JSONWriter) {
+        w.string(ev)
+        w.key("app")
+        w.string(app)
+    }
+
+    static func mem(scene: String, bytes: UInt64, _ w: inout JSONWriter) {
+        sceneLine("mem", scene, &w)
+        w.key("mem")
+        w.uint(bytes)
+    }
+
+    static func appMem(app: String, bytes: UInt64, _ w: inout JSONWriter) {
+        appLine("app_mem", app, &w)
+        w.key("mem")
+        w.uint(bytes)
+    }
+
+    static func protect(scene: String, on: Bool, _ w: inout JSONWriter) {
+        sceneLine("protect", scene, &w)
+        w.key("on")
+        w.bool(on)
+    }
+
+    static func budget(_ budget: TraceBudget, _ w: inout JSONWriter) {
+        w.string("budget")
+        switch budget {
+        case .bytes(let b):
+            w.key("bytes")
+            w.uint(b)
+        case .scale(let k):
+            w.key("scale")
+            w.double(k)
+        case .unlimited:
+            w.key("bytes")
+            w.null()
+        }
+    }
+
+    /// An explicit level until the next pressure line, or an override for `durationMs`.
+    static func pressure(_ level: String, durationMs: Int64?, _ w: inout JSONWriter) {
+        w.string("pressure")
+        w.key("level")
+        w.string(level)
+        if let durationMs {
+            w.key("for_ms")
+            w.int(durationMs)
+        }
+    }
+
+    static func ackProfile(_ p: AckProfile, _ w: inout JSONWriter) {
+        sceneLine("ack_profile", p.scene, &w)
+        w.key("latency_ms")
+        if let ms = p.latencyMs { w.int(ms) } else { w.null() }
+        w.key("defer")
+        w.bool(p.defers)
     }
 }
