@@ -39,7 +39,7 @@ let package = Package(
         // scenectl's logic, as a library so that it can be unit-tested.
         .target(name: "SceneControl", dependencies: ["Varlink", "SystemdKit", "SceneCore", "SceneReplay", "SceneInterface", "Locking"]),
         // Service wiring.
-        .target(name: "SceneDaemon", dependencies: ["SceneCore", "SceneStore", "SystemdKit", "Varlink", "SceneInterface", "Locking", "SceneReplay", "ProcessKit"]),
+        .target(name: "SceneDaemon", dependencies: ["SceneCore", "SceneStore", "SystemdKit", "Varlink", "SceneInterface", "Locking", "SceneTrace", "ProcessKit"]),
 
         // The app side of io.scened.App with UIKit's delegate protocols (Foundation and the
         // repo's Varlink client only).
@@ -57,8 +57,11 @@ let package = Package(
         .executableTarget(name: "scened-bench", dependencies: ["Varlink", "Locking", "SystemdKit", "ProcessKit",
                                                                "SceneCore", "SceneStore"]),
 
+        // The trace model the daemon writes and the replayer reads: the JSON-lines format (§3.7),
+        // its settings line, and the daemon's history as a trace (pure; Varlink for its JSON).
+        .target(name: "SceneTrace", dependencies: ["SceneCore", "Varlink"]),
         // Trace replay of the reclaim policy against baselines on a virtual clock (§3.7).
-        .target(name: "SceneReplay", dependencies: ["SceneCore", "Varlink"]),
+        .target(name: "SceneReplay", dependencies: ["SceneCore", "SceneTrace", "Varlink"]),
         .executableTarget(name: "scene-replay", dependencies: ["SceneReplay"]),
 
         // Test support shared by the test targets (which cannot import each other): child
@@ -78,7 +81,7 @@ let package = Package(
         .testTarget(name: "SceneControlTests", dependencies: ["SceneControl", "Varlink", "SceneCore", "SceneInterface", "Locking", "ScenedTestSupport"]),
         .testTarget(name: "SceneStoreTests", dependencies: ["SceneStore", "SceneCore", "ScenedTestSupport"]),
         // Fixtures are read by path (#filePath), not bundled: excluded from the sources.
-        .testTarget(name: "ReclaimTests", dependencies: ["SceneCore", "SceneReplay"], exclude: ["Fixtures"]),
+        .testTarget(name: "ReclaimTests", dependencies: ["SceneCore", "SceneTrace", "SceneReplay"], exclude: ["Fixtures"]),
         .testTarget(name: "DaemonIntegrationTests", dependencies: ["Varlink", "SceneCore", "ScenedTestSupport"]),
         // Careless and hostile clients against the real daemon: early closes, floods, slow
         // readers, partial messages, connection and fd exhaustion, oversized data, garbage.
@@ -92,6 +95,7 @@ let package = Package(
         .testTarget(name: "SceneClientTests", dependencies: ["SceneClient", "Varlink", "Locking", "ScenedTestSupport"]),
         // ProcessKit with real processes and cgroups (the cgroup tests need root and cgroup v2).
         .testTarget(name: "ProcessKitTests", dependencies: ["ProcessKit", "ScenedTestSupport"]),
-        .testTarget(name: "SceneDaemonTests", dependencies: ["SceneDaemon", "SceneCore", "SystemdKit", "SceneReplay", "ScenedTestSupport"]),
+        .testTarget(name: "SceneDaemonTests", dependencies: ["SceneDaemon", "SceneCore", "SystemdKit", "SceneTrace", "SceneReplay",
+                                                           "ScenedTestSupport"]),
     ]
 )

@@ -1,8 +1,8 @@
-// fuzz-modules: SceneReplay
+// fuzz-modules: SceneTrace
 // The trace parser: an accepted trace, written out by TraceWriter, parses to the same events
 // (line numbers aside: the writer drops blank and comment lines), and writing that again gives
 // the same text.
-import SceneReplay
+import SceneTrace
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzTrace(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {

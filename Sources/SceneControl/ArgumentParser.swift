@@ -13,71 +13,104 @@ struct ParsedCommand {
 /// short flags (`-fv`), and `--` to end options. Options before the verb must be global ones.
 enum ArgumentParser {
     static func parse(_ arguments: [String], verbs: [Verb] = Verb.all) throws(ControlError) -> ParsedCommand {
+        var scan = Scan(arguments: arguments, verbs: verbs)
+        while let argument = scan.next() {
+            if !scan.optionsEnded && argument == "--" {
+                scan.optionsEnded = true
+            } else if !scan.optionsEnded && argument.hasPrefix("--") {
+                try scan.longOption(argument.dropFirst(2))
+            } else if !scan.optionsEnded && argument.hasPrefix("-") && argument.count > 1
+                        && !argument.dropFirst().first!.isNumber {
+                // "-5" is a (negative, hence refused) value, not options: no short option is a digit.
+                try scan.shortOptions(argument.dropFirst())
+            } else {
+                try scan.word(argument)
+            }
+        }
+        return try scan.finished()
+    }
+
+    /// One parse under way: the command so far and the next argument.
+    struct Scan {
+        let arguments: [String]
+        let verbs: [Verb]
         var command = ParsedCommand()
         var i = 0
         var optionsEnded = false
 
+        init(arguments: [String], verbs: [Verb]) {
+            self.arguments = arguments
+            self.verbs = verbs
+        }
+
+        mutating func next() -> String? {
+            guard i < arguments.count else { return nil }
+            defer { i += 1 }
+            return arguments[i]
+        }
+
+        /// The argument after `option`, its value.
+        mutating func value(of option: String, _ spec: OptionSpec) throws(ControlError) -> String {
+            guard let value = next() else { throw .usage("option '\(option)' needs a value \(spec.value!)") }
+            return value
+        }
+
         func spec(long name: String) -> OptionSpec? {
             (command.verb?.options ?? []).first { $0.long == name } ?? GlobalOptions.specs.first { $0.long == name }
         }
+
         func spec(short letter: Character) -> OptionSpec? {
             (command.verb?.options ?? []).first { $0.short == letter } ?? GlobalOptions.specs.first { $0.short == letter }
         }
-        func record(_ spec: OptionSpec, _ value: String?) throws(ControlError) {
+
+        mutating func record(_ spec: OptionSpec, _ value: String?) throws(ControlError) {
             if try command.global.apply(spec, value: value) { return }
             if let value { command.options.values[spec.long] = value } else { command.options.flags.insert(spec.long) }
         }
+
         func unknown(_ option: String) -> ControlError {
             let hint = command.verb.map { "scenectl \($0.name) --help" } ?? "scenectl --help"
             return .usage("unknown option '\(option)' (see '\(hint)')")
         }
 
-        while i < arguments.count {
-            let argument = arguments[i]
-            i += 1
-            if !optionsEnded && argument == "--" {
-                optionsEnded = true
-            } else if !optionsEnded && argument.hasPrefix("--") {
-                let body = argument.dropFirst(2)
-                let name = body.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
-                let inline = body.firstIndex(of: "=").map { String(body[body.index(after: $0)...]) }
-                guard let option = spec(long: name) else { throw unknown("--" + name) }
-                if option.optionalValue {
-                    try record(option, inline)
-                } else if option.takesValue {
-                    if let inline {
-                        try record(option, inline)
-                    } else {
-                        guard i < arguments.count else { throw .usage("option '--\(name)' needs a value \(option.value!)") }
-                        try record(option, arguments[i])
-                        i += 1
-                    }
-                } else {
-                    guard inline == nil else { throw .usage("option '--\(name)' takes no value") }
-                    try record(option, nil)
+        /// `--name`, `--name=value` or `--name value` (`body` is what follows the dashes).
+        mutating func longOption(_ body: Substring) throws(ControlError) {
+            let name = body.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+            let inline = body.firstIndex(of: "=").map { String(body[body.index(after: $0)...]) }
+            guard let option = spec(long: name) else { throw unknown("--" + name) }
+            if option.optionalValue {
+                try record(option, inline)
+            } else if option.takesValue {
+                let given = if let inline { inline } else { try value(of: "--" + name, option) }
+                try record(option, given)
+            } else {
+                guard inline == nil else { throw .usage("option '--\(name)' takes no value") }
+                try record(option, nil)
+            }
+        }
+
+        /// Bundled short options (`-fv`); the first that takes a value takes the rest of the
+        /// word (`-nvalue`) or the next argument.
+        mutating func shortOptions(_ word: Substring) throws(ControlError) {
+            var letters = word
+            while let letter = letters.first {
+                letters = letters.dropFirst()
+                guard let option = spec(short: letter) else { throw unknown("-" + String(letter)) }
+                guard option.takesValue else {
+                    // The short form of an optional-value option (-j) takes none: "".
+                    try record(option, option.optionalValue ? "" : nil)
+                    continue
                 }
-            } else if !optionsEnded && argument.hasPrefix("-") && argument.count > 1
-                        && !argument.dropFirst().first!.isNumber {
-                // "-5" is a (negative, hence refused) value, not options: no short option is a digit.
-                var letters = Substring(argument.dropFirst())
-                while let letter = letters.first {
-                    letters = letters.dropFirst()
-                    guard let option = spec(short: letter) else { throw unknown("-" + String(letter)) }
-                    guard option.takesValue else {
-                        // The short form of an optional-value option (-j) takes none: "".
-                        try record(option, option.optionalValue ? "" : nil)
-                        continue
-                    }
-                    if !letters.isEmpty {
-                        try record(option, String(letters))
-                    } else {
-                        guard i < arguments.count else { throw .usage("option '-\(letter)' needs a value \(option.value!)") }
-                        try record(option, arguments[i])
-                        i += 1
-                    }
-                    break
-                }
-            } else if command.verb == nil && command.group == nil && argument == "help" && !command.global.help {
+                let given = if letters.isEmpty { try value(of: "-" + String(letter), option) } else { String(letters) }
+                try record(option, given)
+                return
+            }
+        }
+
+        /// A word that is no option: `help`, the verb (or its group's first word), or a
+        /// positional argument.
+        mutating func word(_ argument: String) throws(ControlError) {
+            if command.verb == nil && command.group == nil && argument == "help" && !command.global.help {
                 // `scenectl help list` is `scenectl list --help`.
                 command.global.help = true
             } else if command.verb == nil {
@@ -98,10 +131,14 @@ enum ArgumentParser {
                 command.arguments.append(argument)
             }
         }
-        if let group = command.group, !command.global.help {
-            let subcommands = verbs.filter { $0.name.hasPrefix(group + " ") }.map { String($0.name.dropFirst(group.count + 1)) }
-            throw .usage("'\(group)' needs a subcommand: \(subcommands.joined(separator: ", "))")
+
+        /// The command, once a group's first word has found its subcommand.
+        func finished() throws(ControlError) -> ParsedCommand {
+            if let group = command.group, !command.global.help {
+                let subcommands = verbs.filter { $0.name.hasPrefix(group + " ") }.map { String($0.name.dropFirst(group.count + 1)) }
+                throw .usage("'\(group)' needs a subcommand: \(subcommands.joined(separator: ", "))")
+            }
+            return command
         }
-        return command
     }
 }

@@ -1,5 +1,5 @@
 import SceneCore
-import SceneReplay
+import SceneTrace
 import SystemdKit
 
 /// Runs SceneCore's `ReclaimController` — the same one the replayer drives — on the live

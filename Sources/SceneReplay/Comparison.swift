@@ -1,4 +1,5 @@
 import SceneCore
+import SceneTrace
 import Varlink
 
 /// One policy's replay of a trace, with the figures that compare it with LRU and OPT.
@@ -96,7 +97,7 @@ public enum ReplayReport {
         return out
     }
 
-    /// One JSON object per policy: the keys the issue asks for, then the rest of the metrics.
+    /// One JSON object per policy: the headline figures first, then the rest of the metrics.
     public static func json(_ o: PolicyOutcome, trace: Trace, extra: [(String, JSONValue)] = []) -> String {
         let m = o.metrics
         var w = JSONWriter(reservingCapacity: 1024)

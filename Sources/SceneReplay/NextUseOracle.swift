@@ -1,4 +1,5 @@
 import SceneCore
+import SceneTrace
 
 /// Belady's oracle: for each scene, the positions of its activations in the trace, so that the
 /// OPT order can ask when a session is next used. A `close` ends the session: a later `open`

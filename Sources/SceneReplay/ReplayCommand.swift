@@ -1,4 +1,5 @@
 import SceneCore
+import SceneTrace
 import Varlink
 
 /// What the command line needs from the outside world, injected so that the library stays pure
@@ -58,36 +59,6 @@ public enum ReplayCommand {
 
     """
 
-    struct Options {
-        var trace: String?
-        var policies: [VictimOrder] = Comparison.allPolicies
-        var budget: BudgetOption?
-        var json = false
-        var svg: String?
-        var generate: Scenario?
-        var seed: UInt64 = 1
-        var size: TraceGenerator.Size = .full
-        var out: String?
-        var sweep = false
-        var scenarios: [Scenario] = Scenario.allCases
-        var seeds: [UInt64] = [1, 2, 3, 4, 5]
-        var percents: [Double] = Sweep.defaultPercents
-        var bench = false
-        var benchSessions: [Int] = [1_000, 100_000]
-        var help = false
-        var reclaim = ReclaimConfiguration()
-        var log = false
-        var actions = false
-        /// Given on the command line: they win over a trace's recorded settings.
-        var agingGiven = false
-        var settleGiven = false
-    }
-
-    struct UsageError: Error {
-        var message: String
-        init(_ message: String) { self.message = message }
-    }
-
     /// How a run ended: its exit status (0 ok, 1 failure, 2 usage error) and, on failure, the
     /// message (without a program name), for a caller that reports errors its own way
     /// (`scenectl simulate`).
@@ -125,198 +96,69 @@ public enum ReplayCommand {
         return outcome.status
     }
 
-    static func parse(_ arguments: [String]) throws(UsageError) -> Options {
-        var o = Options()
-        var i = 0
-        func value(_ name: String) throws(UsageError) -> String {
-            i += 1
-            guard i < arguments.count else { throw UsageError("\(name) needs a value") }
-            return arguments[i]
-        }
-        while i < arguments.count {
-            let a = arguments[i]
-            switch a {
-            case "-h", "--help": o.help = true
-            case "--json": o.json = true
-            case "--policy", "--policies":
-                o.policies = []
-                for name in try value(a).split(separator: ",") {
-                    guard let p = VictimOrder(rawValue: String(name)) else {
-                        throw UsageError("unknown policy \"\(name)\" (ours, lru, largest, chrome, lmkd, opt)")
-                    }
-                    if !o.policies.contains(p) { o.policies.append(p) }
-                }
-                if o.policies.isEmpty { throw UsageError("--policy needs at least one policy") }
-            case "--budget":
-                let text = try value(a)
-                guard let b = BudgetOption.parse(text) else {
-                    throw UsageError("invalid budget \"\(text)\" (e.g. 1.5G, 800M, 50%)")
-                }
-                o.budget = b
-            case "--svg": o.svg = try value(a)
-            case "--generate":
-                let name = try value(a)
-                guard let s = Scenario(named: name) else {
-                    throw UsageError("unknown scenario \"\(name)\" (mix, pingpong, size, spikes, acks or a–e)")
-                }
-                o.generate = s
-            case "--seed":
-                let text = try value(a)
-                guard let n = UInt64(text) else { throw UsageError("invalid seed \"\(text)\"") }
-                o.seed = n
-            case "--size":
-                let text = try value(a)
-                guard let s = TraceGenerator.Size(rawValue: text) else { throw UsageError("--size is fixture or full") }
-                o.size = s
-            case "--out": o.out = try value(a)
-            case "--sweep": o.sweep = true
-            case "--scenarios":
-                o.scenarios = []
-                for name in try value(a).split(separator: ",") {
-                    guard let s = Scenario(named: String(name)) else { throw UsageError("unknown scenario \"\(name)\"") }
-                    o.scenarios.append(s)
-                }
-            case "--seeds": o.seeds = try seedList(try value(a))
-            case "--budgets":
-                o.percents = []
-                for part in try value(a).split(separator: ",") {
-                    let text = part.hasSuffix("%") ? part.dropLast() : part
-                    guard let p = Double(text), p > 0 else { throw UsageError("invalid budget share \"\(part)\"") }
-                    o.percents.append(p)
-                }
-            case "--log": o.log = true
-            case "--actions": o.actions = true
-            case "--aging":
-                let text = try value(a)
-                guard let n = Int64(text), n >= 0 else { throw UsageError("--aging takes whole seconds") }
-                o.reclaim.aging = .seconds(n)
-                o.agingGiven = true
-            case "--settle":
-                let text = try value(a)
-                guard let n = Int64(text), n >= 0 else { throw UsageError("--settle takes whole milliseconds") }
-                o.reclaim.settle = .milliseconds(n)
-                o.settleGiven = true
-            case "--decision-bench": o.bench = true
-            case "--sessions":
-                o.benchSessions = []
-                for part in try value(a).split(separator: ",") {
-                    guard let n = Int(part), n > 0 else { throw UsageError("invalid session count \"\(part)\"") }
-                    o.benchSessions.append(n)
-                }
-            default:
-                if a.hasPrefix("-") && a != "-" { throw UsageError("unknown option \(a)") }
-                if o.trace != nil { throw UsageError("one trace file at a time") }
-                o.trace = a
-            }
-            i += 1
-        }
-        if !o.help && !o.bench && !o.sweep && o.trace == nil && o.generate == nil {
-            throw UsageError("a trace file, --generate, --sweep or --decision-bench is needed")
-        }
-        if o.trace != nil && o.generate != nil { throw UsageError("give a trace file or --generate, not both") }
-        return o
-    }
-
-    /// `1,2,3` or `1-5`.
-    static func seedList(_ text: String) throws(UsageError) -> [UInt64] {
-        var seeds: [UInt64] = []
-        for part in text.split(separator: ",") {
-            let bounds = part.split(separator: "-")
-            if bounds.count == 2, let lo = UInt64(bounds[0]), let hi = UInt64(bounds[1]), lo <= hi, hi - lo < 1000 {
-                seeds.append(contentsOf: lo...hi)
-            } else if let n = UInt64(part) {
-                seeds.append(n)
-            } else {
-                throw UsageError("invalid seed list \"\(text)\"")
-            }
-        }
-        return seeds
-    }
-
     static func run(_ o: Options, io: ReplayIO) throws(UsageError) -> Int32 {
         if o.bench { return try bench(o, io: io) }
         if o.sweep && o.trace == nil && o.generate == nil {
-            let cells = Sweep.run(scenarios: o.scenarios, seeds: o.seeds, percents: o.percents, policies: o.policies,
-                                  size: o.size, settings: ReplaySettings(reclaim: o.reclaim), clock: io.clock)
-            if o.json {
-                for line in Sweep.jsonLines(cells) { io.standardOutput(line + "\n") }
-            } else {
-                io.standardOutput("seeds \(o.seeds.map(String.init).joined(separator: ",")), size \(o.size.rawValue); "
-                                  + "mean±sd over seeds\n" + Sweep.table(cells))
-            }
+            sweepScenarios(o, io: io)
             return 0
         }
-        let trace: Trace
-        var label: String
+        guard case let (trace, label)? = try loadTrace(o, io: io) else { return 0 }
+        try replay(trace, label: label, o, io: io)
+        return 0
+    }
+
+    /// `--sweep` without a trace: the generated scenarios × seeds × budget shares.
+    static func sweepScenarios(_ o: Options, io: ReplayIO) {
+        let cells = Sweep.run(scenarios: o.scenarios, seeds: o.seeds, percents: o.percents, policies: o.policies,
+                              size: o.size, settings: ReplaySettings(reclaim: o.reclaim), clock: io.clock)
+        if o.json {
+            for line in Sweep.jsonLines(cells) { io.standardOutput(line + "\n") }
+        } else {
+            io.standardOutput("seeds \(o.seeds.map(String.init).joined(separator: ",")), size \(o.size.rawValue); "
+                              + "mean±sd over seeds\n" + Sweep.table(cells))
+        }
+    }
+
+    /// The trace to replay and its label: generated, or read from its file. nil when a generated
+    /// trace went to `--out` instead.
+    static func loadTrace(_ o: Options, io: ReplayIO) throws(UsageError) -> (Trace, String)? {
         if let scenario = o.generate {
-            let generator = TraceGenerator(scenario: scenario, seed: o.seed, size: o.size)
-            trace = generator.generate()
-            label = "\(scenario.letter) \(scenario.rawValue), seed \(o.seed)"
-            if let out = o.out {
-                do {
-                    try io.writeFile(out, TraceWriter.write(trace))
-                } catch {
-                    throw UsageError("cannot write \(out): \(error.message)")
-                }
-                io.standardError("wrote \(trace.events.count) events to \(out)\n")
-                return 0
-            }
-        } else {
-            let path = o.trace!
-            let bytes: [UInt8]
+            let trace = TraceGenerator(scenario: scenario, seed: o.seed, size: o.size).generate()
+            guard let out = o.out else { return (trace, "\(scenario.letter) \(scenario.rawValue), seed \(o.seed)") }
             do {
-                bytes = try io.readFile(path)
+                try io.writeFile(out, TraceWriter.write(trace))
             } catch {
-                throw UsageError("cannot read \(path): \(error.message)")
+                throw UsageError("cannot write \(out): \(error.message)")
             }
-            do {
-                trace = try TraceParser.parse(bytes)
-            } catch {
-                throw UsageError("\(path): \(error)")
-            }
-            label = path
+            io.standardError("wrote \(trace.events.count) events to \(out)\n")
+            return nil
         }
-        // An exported trace carries the daemon's settings: they are the replay's defaults.
-        var base = ReplaySettings(reclaim: o.reclaim)
-        if let recorded = trace.settings {
-            base.adopt(recorded)
-            if o.agingGiven { base.reclaim.aging = o.reclaim.aging }
-            if o.settleGiven { base.reclaim.settle = o.reclaim.settle }
+        let path = o.trace!
+        let bytes: [UInt8]
+        do {
+            bytes = try io.readFile(path)
+        } catch {
+            throw UsageError("cannot read \(path): \(error.message)")
         }
-        base.recordActions = o.actions
+        do {
+            return (try TraceParser.parse(bytes), path)
+        } catch {
+            throw UsageError("\(path): \(error)")
+        }
+    }
+
+    /// Every policy at every budget asked for, each budget's outcomes reported as they come; the
+    /// chart, if asked for, shows them all.
+    static func replay(_ trace: Trace, label: String, _ o: Options, io: ReplayIO) throws(UsageError) {
+        let base = replaySettings(o, recorded: trace.settings)
         let ws = Replayer.workingSet(of: trace, engine: base.engine)
-        let budgets: [(String, UInt64?)]
-        if o.sweep {
-            budgets = o.percents.map { ("\(Format.fixed($0, 0))%", BudgetOption.percent($0).resolve(workingSet: ws)) }
-        } else if let b = o.budget {
-            budgets = [(describe(b), b.resolve(workingSet: ws))]
-        } else {
-            budgets = [("trace budget", nil)]
-        }
         var chartSeries: [SVGChart.Series] = []
-        for (name, budget) in budgets {
+        for (name, budget) in budgets(o, workingSet: ws) {
             var settings = base
             settings.budget = budget
             settings.recordTimeline = o.svg != nil || o.log
             let outcomes = Comparison.run(trace, policies: o.policies, settings: settings, workingSet: ws, clock: io.clock)
-            if o.actions {
-                for outcome in outcomes { io.standardOutput(actionLines(outcome, json: o.json)) }
-            } else if o.json {
-                for outcome in outcomes { io.standardOutput(ReplayReport.json(outcome, trace: trace) + "\n") }
-            } else {
-                let b = outcomes.first?.metrics.budget
-                let title = "\(label): \(trace.events.count) events, working set \(ByteSize.format(ws)), budget "
-                    + (b.map { "\(ByteSize.format($0)) (\(name))" } ?? "unlimited")
-                io.standardOutput(ReplayReport.table(outcomes, title: title) + "\n")
-                for outcome in outcomes where !outcome.result.notes.isEmpty {
-                    io.standardError("\(outcome.metrics.policy.rawValue): " + outcome.result.notes.joined(separator: "; ") + "\n")
-                }
-            }
-            if o.log {
-                for outcome in outcomes {
-                    io.standardOutput("== \(outcome.metrics.policy.rawValue)\n" + outcome.result.log.joined(separator: "\n") + "\n")
-                }
-            }
+            report(outcomes, budget: name, trace: trace, label: label, workingSet: ws, o, io: io)
             for outcome in outcomes {
                 chartSeries.append(SVGChart.Series(label: "\(outcome.metrics.policy.rawValue), budget \(name): "
                     + "\(outcome.metrics.restores) restores", result: outcome.result))
@@ -331,7 +173,53 @@ public enum ReplayCommand {
                 throw UsageError("cannot write \(svg): \(error.message)")
             }
         }
-        return 0
+    }
+
+    /// The command line's settings; an exported trace's recorded ones win over the defaults,
+    /// but not over `--aging` and `--settle`.
+    static func replaySettings(_ o: Options, recorded: TraceSettings?) -> ReplaySettings {
+        var settings = ReplaySettings(reclaim: o.reclaim)
+        if let recorded {
+            settings.adopt(recorded)
+            if o.agingGiven { settings.reclaim.aging = o.reclaim.aging }
+            if o.settleGiven { settings.reclaim.settle = o.reclaim.settle }
+        }
+        settings.recordActions = o.actions
+        return settings
+    }
+
+    /// The budgets to replay at, each with its name: the sweep's shares of the working set,
+    /// `--budget`, or the trace's own budget lines.
+    static func budgets(_ o: Options, workingSet ws: UInt64) -> [(String, UInt64?)] {
+        if o.sweep {
+            return o.percents.map { ("\(Format.fixed($0, 0))%", BudgetOption.percent($0).resolve(workingSet: ws)) }
+        }
+        if let b = o.budget { return [(describe(b), b.resolve(workingSet: ws))] }
+        return [("trace budget", nil)]
+    }
+
+    /// One budget's outcomes: the actions, JSON objects or the table (notes to standard error),
+    /// then with `--log` every restore and victim.
+    static func report(_ outcomes: [PolicyOutcome], budget name: String, trace: Trace, label: String, workingSet ws: UInt64,
+                       _ o: Options, io: ReplayIO) {
+        if o.actions {
+            for outcome in outcomes { io.standardOutput(actionLines(outcome, json: o.json)) }
+        } else if o.json {
+            for outcome in outcomes { io.standardOutput(ReplayReport.json(outcome, trace: trace) + "\n") }
+        } else {
+            let b = outcomes.first?.metrics.budget
+            let title = "\(label): \(trace.events.count) events, working set \(ByteSize.format(ws)), budget "
+                + (b.map { "\(ByteSize.format($0)) (\(name))" } ?? "unlimited")
+            io.standardOutput(ReplayReport.table(outcomes, title: title) + "\n")
+            for outcome in outcomes where !outcome.result.notes.isEmpty {
+                io.standardError("\(outcome.metrics.policy.rawValue): " + outcome.result.notes.joined(separator: "; ") + "\n")
+            }
+        }
+        if o.log {
+            for outcome in outcomes {
+                io.standardOutput("== \(outcome.metrics.policy.rawValue)\n" + outcome.result.log.joined(separator: "\n") + "\n")
+            }
+        }
     }
 
     /// `--actions`: one line per reclaim action of one policy's run.
@@ -368,17 +256,18 @@ public enum ReplayCommand {
         var matches = 0, compared = 0
         for n in o.benchSessions {
             for (level, base) in [(PressureLevel.warning, UInt64(0)), (.critical, 0), (.critical, 30_000_000)] {
-                // Side by side in one run: the index (what decisions use) and the scan it replaced.
+                // Side by side in one run, so that both see the same machine: the index (what
+                // decisions use) and the scan (the reference its plans must equal).
                 for selection in [VictimSelection.index, .scan] {
-                    // Enough samples for a p99 that is not the maximum where decisions are cheap;
-                    // the scan of 100,000 sessions takes tens of ms each.
+                    // Enough samples for a p99 that is not the maximum where decisions are cheap,
+                    // fewer where the scan makes each one slow.
                     let samples = n <= 10_000 ? 1_000 : selection == .index ? 500 : 60
                     let r = DecisionBench.run(sessions: n, level: level, appFootprint: base, samples: samples, clock: clock,
                                               cpuClock: io.cpuClock, selection: selection)
                     compared += 1
                     if r.sameAsScan { matches += 1 }
-                    // The index's targets (issue 16: 2 ms at 100,000 sessions, also with
-                    // termination candidates); the scan keeps the earlier ones (1 ms, 50 ms).
+                    // Targets on wall p99, µs: what a pass can spend deciding without delaying
+                    // the calls behind it; the scan's are looser, it is only the reference.
                     let limit: Double = selection == .index ? (n <= 1_000 ? 1_000 : n <= 100_000 ? 2_000 : .infinity)
                         : (n <= 1_000 ? 1_000 : n <= 100_000 ? 50_000 : .infinity)
                     rows.append([String(n), level.name + (base > 0 ? " +apps" : ""), selection == .index ? "index" : "scan",

@@ -1,4 +1,5 @@
 import SceneCore
+import SceneTrace
 
 /// How to replay a trace.
 public struct ReplaySettings: Sendable {
@@ -40,5 +41,17 @@ public struct ReplaySettings: Sendable {
         self.tail = tail
         self.slowAckMs = slowAckMs
         self.recordTimeline = recordTimeline
+    }
+}
+
+extension ReplaySettings {
+    /// Takes a trace's recorded settings (the budget stays the caller's).
+    public mutating func adopt(_ s: TraceSettings) {
+        let budget = reclaim.budget
+        reclaim = s.reclaim
+        reclaim.budget = budget
+        engine = s.engine
+        hold = s.hold
+        gaugeIsSource = s.gauge
     }
 }

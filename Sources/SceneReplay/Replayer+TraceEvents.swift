@@ -1,4 +1,5 @@
 import SceneCore
+import SceneTrace
 
 /// The trace's own events, fed to the engine (and the controller's override).
 extension Replayer {
@@ -51,88 +52,134 @@ extension Replayer {
         capDiscarded.remove(scene.name)
     }
 
+    /// One trace line: the scene's or app's command on the engine, or a pressure input. A line
+    /// about a scene that is gone, or that the engine's state makes moot, is skipped.
     mutating func apply(_ event: TraceEvent, at t: Timestamp) {
         switch event.kind {
-        case .meta:
-            break
-        case .open(let scene):
-            open(scene, at: t)
-        case .activate(let name):
-            activate(name, at: t)
-        case .deactivate(let name):
-            guard let id = sessionOf[name], engine.sessions[id]?.sceneState == .foregroundActive else { return }
-            _ = command(.deactivate(id), at: t)
-        case .background(let name):
-            guard let id = sessionOf[name], let s = engine.sessions[id], s.condition == .live else { return }
-            _ = command(.background(id), at: t)
-        case .suspend(let name):
-            guard let id = sessionOf[name], let s = engine.sessions[id],
-                  engine.apps[s.app]?.process == .running else { return }
-            _ = command(.suspend(s.app, cause: .request), at: t)
-        case .close(let name):
-            guard let id = sessionOf.removeValue(forKey: name) else { return }
-            sceneOf[id] = nil
-            capDiscarded.remove(name)
-            reclaimedAt[id] = nil
-            if engine.sessions[id] != nil { _ = command(.discard(id, cause: .request), at: t) }
-            controller.policy.noteDiscarded(id)
-        case .mem(let name, let bytes):
-            guard let id = sessionOf[name], engine.sessions[id] != nil else { return }
-            _ = command(.setFootprint(id, bytes), at: t)
-            if var line = openLine[name] {
-                line.bytes = bytes
-                openLine[name] = line
-            }
-        case .appMem(let name, let bytes):
-            appBase[name] = bytes
-            if let id = namedApps[name], engine.apps[id] != nil { _ = command(.setAppFootprint(id, bytes), at: t) }
-        case .protect(let name, let on):
-            guard let id = sessionOf[name], engine.sessions[id] != nil else { return }
-            _ = command(.setProtected(id, on), at: t)
-        case .budget(let budget):
-            if measureOnly { return }
-            switch budget {
-            case .bytes(let b):
-                if let override = settings.budget, let first = firstTraceBudget, first > 0 {
-                    baseBudget = UInt64((Double(b) * Double(override) / Double(first)).rounded())
-                } else {
-                    baseBudget = b
-                }
-                scale = 1
-            case .scale(let k):
-                scale = k
-            case .unlimited:
-                baseBudget = nil
-                scale = 1
-            }
-        case .pressure(let level):
-            if !measureOnly {
-                controller.override = level.map { PressureOverride(level: $0) }
-                inputObserver?(.override(controller.override), t)
-            }
-        case .ackProfile(let profile):
-            acks[profile.scene] = profile
-        case .settings, .decide:
-            break
-        case .launch(let name):
-            let id = appID(named: name)
-            guard engine.apps[id]?.process ?? .notRunning == .notRunning else { return }
-            _ = command(.launch(id), at: t)
-            if let base = appBase[name], engine.apps[id]?.baseFootprint != base { _ = command(.setAppFootprint(id, base), at: t) }
-        case .terminate(let name):
-            guard let id = namedApps[name], let app = engine.apps[id], app.process != .notRunning else { return }
-            _ = command(.terminate(id, cause: .request), at: t)
-        case .disconnect(let name):
-            guard let id = sessionOf[name], engine.sessions[id]?.condition == .live else { return }
-            _ = command(.disconnect(id, cause: .request), at: t)
-        case .timedPressure(let level, let ms):
-            if !measureOnly {
-                controller.override = PressureOverride(level: level, until: t + .milliseconds(ms))
-                inputObserver?(.override(controller.override), t)
-            }
+        case .meta, .settings, .decide: break
+        case .ackProfile(let profile): acks[profile.scene] = profile
+        case .open(let scene): open(scene, at: t)
+        case .activate(let name): activate(name, at: t)
+        case .deactivate(let name): deactivate(name, at: t)
+        case .background(let name): background(name, at: t)
+        case .suspend(let name): suspend(name, at: t)
+        case .disconnect(let name): disconnect(name, at: t)
+        case .close(let name): close(name, at: t)
+        case .mem(let name, let bytes): setFootprint(name, bytes, at: t)
+        case .protect(let name, let on): protect(name, on, at: t)
+        case .appMem(let name, let bytes): setAppFootprint(name, bytes, at: t)
+        case .launch(let name): launch(name, at: t)
+        case .terminate(let name): terminate(name, at: t)
+        case .budget(let budget): if !measureOnly { setBudget(budget) }
+        case .pressure(let level): setOverride(level.map { PressureOverride(level: $0) }, at: t)
+        case .timedPressure(let level, let ms): setOverride(PressureOverride(level: level, until: t + .milliseconds(ms)), at: t)
         }
     }
 
+    // MARK: - Scenes
+
+    @inline(__always)
+    mutating func deactivate(_ name: String, at t: Timestamp) {
+        guard let id = sessionOf[name], engine.sessions[id]?.sceneState == .foregroundActive else { return }
+        _ = command(.deactivate(id), at: t)
+    }
+
+    @inline(__always)
+    mutating func background(_ name: String, at t: Timestamp) {
+        guard let id = sessionOf[name], let s = engine.sessions[id], s.condition == .live else { return }
+        _ = command(.background(id), at: t)
+    }
+
+    /// Suspends the scene's app (the engine refuses while the app has a foreground scene or a task).
+    @inline(__always)
+    mutating func suspend(_ name: String, at t: Timestamp) {
+        guard let id = sessionOf[name], let s = engine.sessions[id], engine.apps[s.app]?.process == .running else { return }
+        _ = command(.suspend(s.app, cause: .request), at: t)
+    }
+
+    @inline(__always)
+    mutating func disconnect(_ name: String, at t: Timestamp) {
+        guard let id = sessionOf[name], engine.sessions[id]?.condition == .live else { return }
+        _ = command(.disconnect(id, cause: .request), at: t)
+    }
+
+    /// The user discards the session: the scene's name is free again.
+    mutating func close(_ name: String, at t: Timestamp) {
+        guard let id = sessionOf.removeValue(forKey: name) else { return }
+        sceneOf[id] = nil
+        capDiscarded.remove(name)
+        reclaimedAt[id] = nil
+        if engine.sessions[id] != nil { _ = command(.discard(id, cause: .request), at: t) }
+        controller.policy.noteDiscarded(id)
+    }
+
+    /// A new resident size, kept in the scene's open line too for a cold reopen.
+    mutating func setFootprint(_ name: String, _ bytes: UInt64, at t: Timestamp) {
+        guard let id = sessionOf[name], engine.sessions[id] != nil else { return }
+        _ = command(.setFootprint(id, bytes), at: t)
+        if var line = openLine[name] {
+            line.bytes = bytes
+            openLine[name] = line
+        }
+    }
+
+    @inline(__always)
+    mutating func protect(_ name: String, _ on: Bool, at t: Timestamp) {
+        guard let id = sessionOf[name], engine.sessions[id] != nil else { return }
+        _ = command(.setProtected(id, on), at: t)
+    }
+
+    // MARK: - Apps
+
+    /// An app's own footprint: now if it runs, and whenever it is launched or connects later.
+    mutating func setAppFootprint(_ name: String, _ bytes: UInt64, at t: Timestamp) {
+        appBase[name] = bytes
+        if let id = namedApps[name], engine.apps[id] != nil { _ = command(.setAppFootprint(id, bytes), at: t) }
+    }
+
+    mutating func launch(_ name: String, at t: Timestamp) {
+        let id = appID(named: name)
+        guard engine.apps[id]?.process ?? .notRunning == .notRunning else { return }
+        _ = command(.launch(id), at: t)
+        if let base = appBase[name], engine.apps[id]?.baseFootprint != base { _ = command(.setAppFootprint(id, base), at: t) }
+    }
+
+    @inline(__always)
+    mutating func terminate(_ name: String, at t: Timestamp) {
+        guard let id = namedApps[name], let app = engine.apps[id], app.process != .notRunning else { return }
+        _ = command(.terminate(id, cause: .request), at: t)
+    }
+
+    // MARK: - Pressure
+
+    /// An absolute budget keeps its ratio to the trace's first one under the caller's override.
+    mutating func setBudget(_ budget: TraceBudget) {
+        switch budget {
+        case .bytes(let b):
+            if let override = settings.budget, let first = firstTraceBudget, first > 0 {
+                baseBudget = UInt64((Double(b) * Double(override) / Double(first)).rounded())
+            } else {
+                baseBudget = b
+            }
+            scale = 1
+        case .scale(let k):
+            scale = k
+        case .unlimited:
+            baseBudget = nil
+            scale = 1
+        }
+    }
+
+    /// An operator's override (nil: back to the gauge); not when only measuring.
+    mutating func setOverride(_ override: PressureOverride?, at t: Timestamp) {
+        guard !measureOnly else { return }
+        controller.override = override
+        inputObserver?(.override(controller.override), t)
+    }
+
+    // MARK: - Activation
+
+    /// Foreground-active; a scene a cap discarded comes back cold, an archived one is restored.
     mutating func activate(_ name: String, at t: Timestamp) {
         guard var id = sessionOf[name] else { return }
         if engine.sessions[id] == nil {

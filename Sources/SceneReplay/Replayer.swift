@@ -1,4 +1,5 @@
 import SceneCore
+import SceneTrace
 
 /// Drives the real `ReclaimPolicy` on a `LifecycleEngine` with a virtual clock, following a
 /// trace (reclaim-policy.md §3.7).

@@ -19,7 +19,6 @@ public enum SVGChart {
     public static func render(_ series: [Series], title: String, watermarks: (low: Double, high: Double) = (0.8, 0.9),
                               width: Int = 1000, panelHeight: Int = 220) -> String {
         let left = 70.0, right = 20.0, top = 40.0, gap = 40.0
-        let plotWidth = Double(width) - left - right
         let height = Int(top + Double(series.count) * (Double(panelHeight) + gap))
         var maxTime: Int64 = 1
         var maxBytes: UInt64 = 1
@@ -29,7 +28,6 @@ public enum SVGChart {
                 maxBytes = max(maxBytes, p.usage, p.budget ?? 0)
             }
         }
-        let yMax = Double(maxBytes) * 1.05
         var out = """
         <svg xmlns="http://www.w3.org/2000/svg" width="\(width)" height="\(height)" viewBox="0 0 \(width) \(height)" \
         font-family="sans-serif" font-size="11">
@@ -38,76 +36,15 @@ public enum SVGChart {
 
         """
         for (i, s) in series.enumerated() {
-            let y0 = top + Double(i) * (Double(panelHeight) + gap)
-            let h = Double(panelHeight)
-            func x(_ t: Int64) -> Double { left + plotWidth * Double(t) / Double(maxTime) }
-            func y(_ b: UInt64) -> Double { y0 + h - h * Double(b) / yMax }
-            func fmt(_ v: Double) -> String { String(Double(Int((v * 10).rounded())) / 10) }
-            let color = colors[i % colors.count]
-            out += "<g>\n<rect x=\"\(fmt(left))\" y=\"\(fmt(y0))\" width=\"\(fmt(plotWidth))\" height=\"\(fmt(h))\" "
-            out += "fill=\"none\" stroke=\"#ccc\"/>\n"
-            out += "<text x=\"\(fmt(left + 4))\" y=\"\(fmt(y0 + 14))\">\(escape(s.label))</text>\n"
-            // Axis labels: bytes at top and middle, time at the end.
-            for frac in [0.0, 0.5, 1.0] {
-                let b = UInt64(yMax * frac)
-                out += "<text x=\"\(fmt(left - 6))\" y=\"\(fmt(y(b) + 4))\" text-anchor=\"end\">\(ByteSize.format(b))</text>\n"
-            }
-            out += "<text x=\"\(fmt(left + plotWidth))\" y=\"\(fmt(y0 + h + 14))\" text-anchor=\"end\">"
-            out += "\(fmt(Double(maxTime) / 1000)) s</text>\n"
+            let panel = Panel(left: left, width: Double(width) - left - right,
+                              top: top + Double(i) * (Double(panelHeight) + gap), height: Double(panelHeight),
+                              maxTime: maxTime, maxBytes: Double(maxBytes) * 1.05)
             let points = thin(s.result.points, limit: 4000)
-            // Budget and watermarks as steps; unlimited stretches are left out.
-            for (fraction, style) in [(1.0, "stroke=\"#000\" stroke-width=\"1.2\""),
-                                      (watermarks.high, "stroke=\"#999\" stroke-dasharray=\"4 3\""),
-                                      (watermarks.low, "stroke=\"#bbb\" stroke-dasharray=\"2 3\"")] {
-                var path = ""
-                var previous: (Int64, UInt64)?
-                for p in points {
-                    guard let b = p.budget else {
-                        previous = nil
-                        continue
-                    }
-                    let level = UInt64(Double(b) * fraction)
-                    if let (pt, pb) = previous {
-                        path += " L\(fmt(x(p.time))),\(fmt(y(pb)))"
-                        if pb != level { path += " L\(fmt(x(p.time))),\(fmt(y(level)))" }
-                        _ = pt
-                    } else {
-                        path += " M\(fmt(x(p.time))),\(fmt(y(level)))"
-                    }
-                    previous = (p.time, level)
-                }
-                if let (_, pb) = previous { path += " L\(fmt(x(maxTime))),\(fmt(y(pb)))" }
-                if !path.isEmpty { out += "<path d=\"\(path)\" fill=\"none\" \(style)/>\n" }
-            }
-            // Usage as steps.
-            var usagePath = ""
-            var last: UInt64?
-            for p in points {
-                if let l = last {
-                    usagePath += " L\(fmt(x(p.time))),\(fmt(y(l))) L\(fmt(x(p.time))),\(fmt(y(p.usage)))"
-                } else {
-                    usagePath += "M\(fmt(x(p.time))),\(fmt(y(p.usage)))"
-                }
-                last = p.usage
-            }
-            if let l = last { usagePath += " L\(fmt(x(maxTime))),\(fmt(y(l)))" }
-            out += "<path d=\"\(usagePath)\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.5\"/>\n"
-            // Marks, on the usage line after the action.
-            for m in s.result.marks {
-                let mx = fmt(x(m.time)), my = fmt(y(m.usage))
-                switch m.kind {
-                case .disconnect:
-                    out += "<path d=\"M\(mx),\(my) m-3,-6 h6 z\" fill=\"#d62728\"><title>disconnect at \(m.time) ms</title></path>\n"
-                case .terminate:
-                    out += "<path d=\"M\(mx),\(my) m-3,-3 l6,6 m0,-6 l-6,6\" stroke=\"#000\" stroke-width=\"1.5\">"
-                    out += "<title>terminate at \(m.time) ms</title></path>\n"
-                case .warning:
-                    out += "<circle cx=\"\(mx)\" cy=\"\(fmt(y0 + h - 4))\" r=\"3\" fill=\"#ff7f0e\">"
-                    out += "<title>memory warning at \(m.time) ms</title></circle>\n"
-                case .suspend, .discard:
-                    break
-                }
-            }
+            out += "<g>\n"
+            out += frame(panel, label: s.label)
+            out += budgetLines(panel, points, watermarks: watermarks)
+            out += usageLine(panel, points, color: colors[i % colors.count])
+            out += marks(panel, s.result.marks)
             out += "</g>\n"
         }
         out += """
@@ -117,6 +54,101 @@ public enum SVGChart {
         </svg>
 
         """
+        return out
+    }
+
+    /// Where one series is drawn, and its scales: milliseconds across, bytes up.
+    struct Panel {
+        var left: Double
+        var width: Double
+        var top: Double
+        var height: Double
+        var maxTime: Int64
+        var maxBytes: Double
+
+        func x(_ t: Int64) -> Double { left + width * Double(t) / Double(maxTime) }
+        func y(_ b: UInt64) -> Double { top + height - height * Double(b) / maxBytes }
+    }
+
+    /// A coordinate with one decimal.
+    static func fmt(_ v: Double) -> String { String(Double(Int((v * 10).rounded())) / 10) }
+
+    /// The box, the series' label, bytes at the bottom, middle and top, the time at the end.
+    static func frame(_ p: Panel, label: String) -> String {
+        var out = "<rect x=\"\(fmt(p.left))\" y=\"\(fmt(p.top))\" width=\"\(fmt(p.width))\" height=\"\(fmt(p.height))\" "
+        out += "fill=\"none\" stroke=\"#ccc\"/>\n"
+        out += "<text x=\"\(fmt(p.left + 4))\" y=\"\(fmt(p.top + 14))\">\(escape(label))</text>\n"
+        for frac in [0.0, 0.5, 1.0] {
+            let b = UInt64(p.maxBytes * frac)
+            out += "<text x=\"\(fmt(p.left - 6))\" y=\"\(fmt(p.y(b) + 4))\" text-anchor=\"end\">\(ByteSize.format(b))</text>\n"
+        }
+        out += "<text x=\"\(fmt(p.left + p.width))\" y=\"\(fmt(p.top + p.height + 14))\" text-anchor=\"end\">"
+        out += "\(fmt(Double(p.maxTime) / 1000)) s</text>\n"
+        return out
+    }
+
+    /// The budget and its watermarks as steps; unlimited stretches are left out.
+    static func budgetLines(_ panel: Panel, _ points: [TimelinePoint], watermarks: (low: Double, high: Double)) -> String {
+        var out = ""
+        for (fraction, style) in [(1.0, "stroke=\"#000\" stroke-width=\"1.2\""),
+                                  (watermarks.high, "stroke=\"#999\" stroke-dasharray=\"4 3\""),
+                                  (watermarks.low, "stroke=\"#bbb\" stroke-dasharray=\"2 3\"")] {
+            var path = ""
+            var previous: UInt64?
+            for p in points {
+                guard let b = p.budget else {
+                    previous = nil
+                    continue
+                }
+                let level = UInt64(Double(b) * fraction)
+                if let pb = previous {
+                    path += " L\(fmt(panel.x(p.time))),\(fmt(panel.y(pb)))"
+                    if pb != level { path += " L\(fmt(panel.x(p.time))),\(fmt(panel.y(level)))" }
+                } else {
+                    path += " M\(fmt(panel.x(p.time))),\(fmt(panel.y(level)))"
+                }
+                previous = level
+            }
+            if let pb = previous { path += " L\(fmt(panel.x(panel.maxTime))),\(fmt(panel.y(pb)))" }
+            if !path.isEmpty { out += "<path d=\"\(path)\" fill=\"none\" \(style)/>\n" }
+        }
+        return out
+    }
+
+    /// Resident bytes as steps.
+    static func usageLine(_ panel: Panel, _ points: [TimelinePoint], color: String) -> String {
+        var path = ""
+        var last: UInt64?
+        for p in points {
+            if let l = last {
+                path += " L\(fmt(panel.x(p.time))),\(fmt(panel.y(l))) L\(fmt(panel.x(p.time))),\(fmt(panel.y(p.usage)))"
+            } else {
+                path += "M\(fmt(panel.x(p.time))),\(fmt(panel.y(p.usage)))"
+            }
+            last = p.usage
+        }
+        if let l = last { path += " L\(fmt(panel.x(panel.maxTime))),\(fmt(panel.y(l)))" }
+        return "<path d=\"\(path)\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.5\"/>\n"
+    }
+
+    /// A mark per reclaim action, on the usage line after it (warnings along the bottom).
+    static func marks(_ panel: Panel, _ marks: [TimelineMark]) -> String {
+        var out = ""
+        for m in marks {
+            let mx = fmt(panel.x(m.time)), my = fmt(panel.y(m.usage))
+            switch m.kind {
+            case .disconnect:
+                out += "<path d=\"M\(mx),\(my) m-3,-6 h6 z\" fill=\"#d62728\"><title>disconnect at \(m.time) ms</title></path>\n"
+            case .terminate:
+                out += "<path d=\"M\(mx),\(my) m-3,-3 l6,6 m0,-6 l-6,6\" stroke=\"#000\" stroke-width=\"1.5\">"
+                out += "<title>terminate at \(m.time) ms</title></path>\n"
+            case .warning:
+                out += "<circle cx=\"\(mx)\" cy=\"\(fmt(panel.top + panel.height - 4))\" r=\"3\" fill=\"#ff7f0e\">"
+                out += "<title>memory warning at \(m.time) ms</title></circle>\n"
+            case .suspend, .discard:
+                break
+            }
+        }
         return out
     }
 

@@ -1,4 +1,5 @@
 import SceneCore
+import SceneTrace
 import Varlink
 
 /// The figures: every scenario × budget (a share of each trace's working set) × policy, over

@@ -1,4 +1,5 @@
 import SceneCore
+import SceneTrace
 
 /// The five evaluation scenarios of reclaim-policy.md §3.7.
 public enum Scenario: String, Sendable, CaseIterable {

@@ -368,6 +368,14 @@ func appFigures() throws {
     say("attached \(appCount) apps in \(ms(attachTime)) (each: Attach, didFinishLaunching); a scene each in \(ms(sceneTime)) (RequestSceneSessionActivation, 4 callbacks)")
     say("RSS idle: \(mb(rssIdle)); with \(appCount) apps attached, a live scene each: \(mb(daemon.residentBytes()))")
 
+    try commitToReceipt(bench, daemon, rate: rate, rounds: rounds, appCount: appCount)
+    try bench.activateAll(timeout: 20)
+    try acknowledgedTransitions(bench, daemon, rounds: rounds)
+    say("RSS after: \(mb(daemon.residentBytes())), peak \(mb(daemon.peakResidentBytes())); every app still attached (no stream ended, no answer refused)")
+}
+
+/// (a) How long an event takes from its commit to the app that reads it, paced, in rounds.
+private func commitToReceipt(_ bench: AppBench, _ daemon: BenchDaemon, rate: Int, rounds: Int, appCount: Int) throws {
     say("(a) commit → app receipt, \(rate) transitions/s paced over \(Int(seconds)) s, Deactivate ↔ Activate round robin over the \(appCount) sessions (one callback each), 1 driving connection:")
     say("    reply → receipt: from the driving call's reply (sent after the commit: the commit is earlier, so this is a lower bound) to the app's read of its event; negative when the event came first")
     say("    time → receipt: from the event's time (the engine made it, before its batch committed: an upper bound) to the app's read")
@@ -386,8 +394,11 @@ func appFigures() throws {
         say("  round \(round): driven \(Int(achieved.rounded())) /s, \(lat.count) events; reply → receipt p50 \(us(p50)), p99 \(us(p99)), max \(us(lat.last ?? 0)) (event first in \(lat.isEmpty ? 0 : before * 100 / lat.count) %); time → receipt p50 \(us(e50)), p99 \(us(e99)), max \(us(Double(lag.last ?? 0) / 1e6)); CPU daemon \(Int(((daemon.cpuSeconds() - cpu0) / elapsed * 100).rounded()))%, client \(Int(((clientCPUSeconds() - c0) / elapsed * 100).rounded()))%")
     }
     say("  median of \(rounds): reply → receipt p50 \(us(median(p50s))), p99 \(us(median(p99s))); time → receipt p50 \(us(median(e50s))), p99 \(us(median(e99s)))   (target: p99 ≤ 1 ms)")
-    try bench.activateAll(timeout: 20)
+}
 
+/// (b) Transitions whose callbacks the apps acknowledge, on 1 and 8 driving connections, then
+/// unbounded ones for reference.
+private func acknowledgedTransitions(_ bench: AppBench, _ daemon: BenchDaemon, rounds: Int) throws {
     let window = option("--window", 512)
     say("(b) acknowledged transitions: Background ↔ Activate over \(Int(seconds)) s, \(window) calls in flight in all; every didEnterBackground acknowledged by its app as it arrives (each on its own call connection).")
     say("    The apps are interactive clients (a call or a few in flight), so while they answer, each driving connection is held to 8 calls per batch (VarlinkServer+Contention): more connections, more calls per batch.")
@@ -414,5 +425,4 @@ func appFigures() throws {
         let loop1 = loopCounters(daemon)
         say("  for reference, \(used) driving connection\(used == 1 ? "" : "s") without a bounded callback (Deactivate ↔ Activate, nothing to acknowledge, no interactive client): \(perSecond(n, s)) transitions/s, \(batching(loop0, loop1)); CPU daemon \(Int(((daemon.cpuSeconds() - cpu0) / (now() - r0) * 100).rounded()))%")
     }
-    say("RSS after: \(mb(daemon.residentBytes())), peak \(mb(daemon.peakResidentBytes())); every app still attached (no stream ended, no answer refused)")
 }

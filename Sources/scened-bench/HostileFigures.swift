@@ -124,44 +124,82 @@ func heldPartialMessages() throws {
     _ = try probe.rate(over: 0.3)
     let alone = try probe.rate(over: seconds).perSecond
 
-    // The bystander runs on its own thread; it counts while the connections are filled and
-    // held. It is closed only after the idle CPU is measured: on a daemon that wedges when a
-    // client closes with a call in flight, its own close would otherwise be the abuse measured.
-    let bystander = Shared((calls: 0.0, seconds: 0.0, stalled: false, failure: String?.none))
-    let counting = Shared(false)
-    let client = UncheckedBox(try SequentialClient(socket: daemon.socket, app: "com.example.bystander"))
-    let measuring = BenchThread { thread in
-        do {
-            while !thread.shouldStop {
-                let r = try client.value.rate(over: 0.5)
-                if counting.value { bystander.update { $0.calls += r.perSecond * 0.5; $0.seconds += 0.5 } }
-                if r.stalled {
-                    bystander.update { $0.stalled = true }
-                    return
-                }
-            }
-        } catch {
-            bystander.update { $0.failure = "\(error)" }
-        }
-    }
-    defer { measuring.stop() }
-
-    let payload = Array(#"{"method":"io.scened.Manager.GetStatus","parameters":{"pad":""#.utf8)
-        + [UInt8](repeating: UInt8(ascii: "a"), count: 1_048_000)
+    let bystander = try Bystander(socket: daemon.socket)
+    defer { bystander.thread.stop() }
     var fds: [Int32] = []
     defer { for fd in fds { close(fd) } }
-    var connectFailure: String?
-    for _ in 0..<count {
-        do { fds.append(try benchConnect(daemon.socket)) } catch {
-            connectFailure = "\(error)"
-            break
+    let connectFailure = openConnections(count, to: daemon.socket, into: &fds)
+    bystander.counting.set(true)
+    let fill = sendPartialMessages(fds)
+    usleep(2_000_000)
+    let peak = daemon.peakResidentBytes()
+    let rss = daemon.residentBytes()
+    bystander.counting.set(false)
+    let b = bystander.figures.value
+    let during = b.calls / max(b.seconds, 0.5)
+    let (closed, refused) = connectionsLetGo(fds, gone: fill.gone)
+    say("\(fds.count) connections each holding an unterminated message of 1,048,000 bytes (\(fill.sent >> 20) MiB sent in \(ms(fill.seconds)), then held 2 s)\(connectFailure.map { "; connect failed: \($0)" } ?? ""):")
+    say("    peak RSS \(mb(peak)) (target < 256 MiB) \(verdict(peak < 256 << 20)); RSS while held \(mb(rss))")
+    say("    connections the daemon let go: \(closed) (\(refused) of them with LimitExceeded)")
+    // Idle means no client at all: the bystander's calls stop first (its connection stays
+    // open, so that its close is not what is measured).
+    bystander.thread.stop()
+    for fd in fds { close(fd) }
+    fds.removeAll()
+    let idle = daemon.cpuPercent(over: 2)
+    say("    idle CPU after they closed: \(idle)% (target < 5 %) \(verdict(idle < 5))")
+    // Its rate alone again, after: against the mean of before and after, as the monitors'
+    // figure is, the machine's drift over the run cancels.
+    let after = try probe.rate(over: seconds).perSecond
+    let mean = (alone + after) / 2
+    let ratio = during / max(mean, 1)
+    say("    bystander \(Int(during.rounded())) calls/s against \(Int(mean.rounded())) alone (\(Int(alone.rounded())) before, \(Int(after.rounded())) after): \(twoDigits(ratio)) (target ≥ 0.50) \(verdict(ratio >= 0.5)); against before only \(twoDigits(during / max(alone, 1)))\(b.stalled ? "; a call went unanswered for 5 s" : "")\(b.failure.map { "; failed: \($0)" } ?? "")")
+}
+
+/// A polite client on its own thread, counting its calls while `counting` is set. Its
+/// connection is closed only when it is released: on a daemon that wedges when a client closes
+/// with a call in flight, its own close would otherwise be the abuse measured.
+struct Bystander {
+    let figures = Shared((calls: 0.0, seconds: 0.0, stalled: false, failure: String?.none))
+    let counting = Shared(false)
+    let thread: BenchThread
+
+    init(socket: String) throws {
+        let client = UncheckedBox(try SequentialClient(socket: socket, app: "com.example.bystander"))
+        let figures = figures, counting = counting
+        thread = BenchThread { thread in
+            do {
+                while !thread.shouldStop {
+                    let r = try client.value.rate(over: 0.5)
+                    if counting.value { figures.update { $0.calls += r.perSecond * 0.5; $0.seconds += 0.5 } }
+                    if r.stalled {
+                        figures.update { $0.stalled = true }
+                        return
+                    }
+                }
+            } catch {
+                figures.update { $0.failure = "\(error)" }
+            }
         }
     }
+}
+
+/// Up to `count` connections to `socket`; the failure that stopped short, if any.
+func openConnections(_ count: Int, to socket: String, into fds: inout [Int32]) -> String? {
+    for _ in 0..<count {
+        do { fds.append(try benchConnect(socket)) } catch { return "\(error)" }
+    }
+    return nil
+}
+
+/// Sends each connection a GetStatus call of 1,048,000 bytes without its terminating NUL,
+/// round-robin without waiting on any one (the daemon may stop reading some), for at most 120 s.
+func sendPartialMessages(_ fds: [Int32]) -> (sent: Int, gone: [Bool], seconds: Double) {
+    let payload = Array(#"{"method":"io.scened.Manager.GetStatus","parameters":{"pad":""#.utf8)
+        + [UInt8](repeating: UInt8(ascii: "a"), count: 1_048_000)
     var sent = [Int](repeating: 0, count: fds.count)
     var gone = [Bool](repeating: false, count: fds.count)
-    counting.set(true)
     let start = now()
-    // Round-robin without waiting on any one: the daemon may stop reading some.
     while now() - start < 120 {
         var progress = false
         var pending = false
@@ -179,21 +217,18 @@ func heldPartialMessages() throws {
         if !pending { break }
         if !progress { usleep(2000) }
     }
-    let fillTime = now() - start
-    usleep(2_000_000)
-    let peak = daemon.peakResidentBytes()
-    let rss = daemon.residentBytes()
-    counting.set(false)
-    let b = bystander.value
-    let during = b.calls / max(b.seconds, 0.5)
+    return (sent.reduce(0, +), gone, now() - start)
+}
 
-    // What the daemon told those it let go.
+/// What the daemon told the connections it let go: how many it closed, and how many of those
+/// got a LimitExceeded reply first.
+func connectionsLetGo(_ fds: [Int32], gone: [Bool]) -> (closed: Int, refused: Int) {
     var refused = 0
     var closed = 0
     var buffer = [UInt8](repeating: 0, count: 4096)
     for i in fds.indices {
-        // Read to the end of what is there: a refusal is a reply and then EOF, and one read
-        // that stops at the reply never sees the close (it undercounted "let go").
+        // Read to the end of what is there: a refusal is a reply and then EOF, and a read that
+        // stopped at the reply would not see the close.
         var reply: [UInt8] = []
         var ended = gone[i]
         while reply.count < 1 << 16 {
@@ -205,24 +240,7 @@ func heldPartialMessages() throws {
         if String(decoding: reply, as: UTF8.self).contains("LimitExceeded") { refused += 1 }
         if ended { closed += 1 }
     }
-    let megabytes = sent.reduce(0, +) >> 20
-    say("\(fds.count) connections each holding an unterminated message of 1,048,000 bytes (\(megabytes) MiB sent in \(ms(fillTime)), then held 2 s)\(connectFailure.map { "; connect failed: \($0)" } ?? ""):")
-    say("    peak RSS \(mb(peak)) (target < 256 MiB) \(verdict(peak < 256 << 20)); RSS while held \(mb(rss))")
-    say("    connections the daemon let go: \(closed) (\(refused) of them with LimitExceeded)")
-    // The bystander stops first: idle means no client at all (it ran on, and was measured as
-    // the daemon's idle load, until this was noticed).
-    measuring.stop()
-    for fd in fds { close(fd) }
-    fds.removeAll()
-    let idle = daemon.cpuPercent(over: 2)
-    say("    idle CPU after they closed: \(idle)% (target < 5 %) \(verdict(idle < 5))")
-    // Its rate alone again, after: against the mean of before and after, as the monitors'
-    // figure is, the machine's drift over the run cancels (against "before" alone, one fast
-    // second before the abuse read as a loss of share).
-    let after = try probe.rate(over: seconds).perSecond
-    let mean = (alone + after) / 2
-    let ratio = during / max(mean, 1)
-    say("    bystander \(Int(during.rounded())) calls/s against \(Int(mean.rounded())) alone (\(Int(alone.rounded())) before, \(Int(after.rounded())) after): \(twoDigits(ratio)) (target ≥ 0.50) \(verdict(ratio >= 0.5)); against before only \(twoDigits(during / max(alone, 1)))\(b.stalled ? "; a call went unanswered for 5 s" : "")\(b.failure.map { "; failed: \($0)" } ?? "")")
+    return (closed, refused)
 }
 
 /// Hands a non-Sendable value to one other thread, which alone uses it until it is joined.
@@ -231,7 +249,7 @@ final class UncheckedBox<Value>: @unchecked Sendable {
     init(_ value: Value) { self.value = value }
 }
 
-/// 20 clients send GetStatus and close at once (the wedge found on main).
+/// 20 clients send GetStatus and close at once: the daemon must neither spin nor wedge.
 func closedRightAfterTheCall() throws {
     let dir = makeDirectory()
     defer { removeTree(dir) }

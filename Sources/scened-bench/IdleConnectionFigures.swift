@@ -2,9 +2,8 @@ import Glibc
 
 /// 4,000 connections that connect and never send, beside the sequential bystander (one call in
 /// flight, so each of its calls is a commit of its own): a connection that does nothing must
-/// cost nothing per commit. Each commit's events used to be offered by walking every
-/// connection to find the monitors among them; at one commit per call, that walk was paid
-/// thousands of times a second.
+/// cost nothing per commit: a commit's events must reach the monitors without a walk over every
+/// connection, which at one commit per call would be paid thousands of times a second.
 func idleConnections() throws {
     let count = 4000
     let limit = raiseOpenFiles(to: 2 * count + 512)

@@ -81,7 +81,7 @@ func listParsed(_ daemon: BenchDaemon) throws -> ListingRun {
     return run
 }
 
-/// The listing figure beside its target (issue 16: 100,000 sessions streamed in ≤ 100 ms), the
+/// The listing figure beside its target (100,000 sessions streamed in ≤ 100 ms), the
 /// median of a few runs since one run is at the mercy of the machine's other work.
 func listingLine(_ daemon: BenchDaemon, count: Int, runs: Int = 5) throws -> String {
     var framed: [ListingRun] = []

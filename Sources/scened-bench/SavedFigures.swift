@@ -1,6 +1,6 @@
 import Glibc
 
-/// Issue 16 item 1: RSS with `savedCount` archived sessions holding 16 KiB of restoration data
+/// RSS with `savedCount` archived sessions holding 16 KiB of restoration data
 /// each, beside the same sessions without any, side by side in one run; then what reading a
 /// payload back costs: GetSession of a session whose data is in the store, beside one whose
 /// data is in memory.

@@ -1,6 +1,6 @@
 import Glibc
 
-/// Issue 16 item 5: transitions on 8 connections with a small store and with `bigCount`
+/// Transitions on 8 connections with a small store and with `bigCount`
 /// sessions stored (filled directly, live in the background, 100 apps), the same calls on the
 /// same 8,000 sessions, side by side in one run: the ratio says what the stored sessions cost.
 func storedFigures() throws {

@@ -249,7 +249,7 @@ func startupRun(label: String, sessions: Int, baseline: (ready: Double, rss: Int
         peak = daemon.peakResidentBytes()
         if sessions > 0 {
             // A change to one session: a second reference to the engine's tables anywhere would
-            // make it copy them all (it did: 100 MB at a million sessions).
+            // make it copy them all, and this RSS shows it.
             _ = try roundTrips(daemon, method: "Activate", parameters: ["session": "s1"], count: 1)
             _ = try roundTrips(daemon, method: "Background", parameters: ["session": "s1"], count: 1)
             usleep(300_000)
@@ -297,8 +297,8 @@ do {
         // A store to start scened on by hand (profiling): --state-dir D [--startup-sessions N] [--archived] [--restoration-bytes B].
         let dir = stringOption("--state-dir", "")
         guard !dir.isEmpty else { throw BenchError("fill needs --state-dir DIR") }
-        // fillStore adds to what is stored: a second fill into the same directory made two
-        // million sessions, and timing starts on that store measured the wrong size.
+        // fillStore adds to what is stored: a second fill into one directory would double the
+        // store, and starts on it would be timed at the wrong size.
         if access(dir + "/scened.db", F_OK) == 0 {
             throw BenchError("\(dir)/scened.db exists: fill makes a store from nothing (remove it first)")
         }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import SceneCore
 @testable import SceneReplay
+import SceneTrace
 
 /// `scene-replay` (and `scenectl simulate`) through `ReplayCommand.main` with in-memory I/O.
 @Suite struct CommandTests {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import SceneCore
 @testable import SceneReplay
+import SceneTrace
 
 /// The kinds added for the daemon's own history (`scenectl export-trace`): they round-trip,
 /// they replay as the daemon would, and older traces replay exactly as before.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import SceneCore
 @testable import SceneReplay
+import SceneTrace
 
 @Suite struct GeneratorTests {
     func fixture(_ scenario: Scenario) -> (path: String, generator: TraceGenerator) {

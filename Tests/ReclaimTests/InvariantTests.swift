@@ -1,6 +1,7 @@
 import Testing
 @testable import SceneCore
 @testable import SceneReplay
+import SceneTrace
 
 /// A random but valid trace: scenes sharing apps or not, several foreground windows, inactive
 /// scenes, protection flags toggled, sizes changing, budgets jumping (absolute, scaled,

@@ -1,6 +1,7 @@
 import Testing
 @testable import SceneCore
 @testable import SceneReplay
+import SceneTrace
 
 /// Each victim order picks what its name says, and Belady's OPT is never beaten on restores.
 @Suite struct BaselineTests {

@@ -1,6 +1,7 @@
 import Testing
 @testable import SceneCore
 @testable import SceneReplay
+import SceneTrace
 
 /// The replayer's accounting, on traces small enough to work out by hand.
 @Suite struct ReplayerTests {

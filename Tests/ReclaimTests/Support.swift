@@ -1,6 +1,7 @@
 import Testing
 @testable import SceneCore
 @testable import SceneReplay
+import SceneTrace
 
 // Shared support: a small world of apps and scenes driven on a virtual clock, in which the
 // policy decides and its plans run through the real engine.

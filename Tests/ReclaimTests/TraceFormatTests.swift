@@ -1,6 +1,7 @@
 import Testing
 @testable import SceneCore
 @testable import SceneReplay
+import SceneTrace
 
 @Suite struct TraceFormatTests {
     /// The example of reclaim-policy.md §3.7, as written there (comments on their own lines).

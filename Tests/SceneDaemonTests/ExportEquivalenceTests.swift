@@ -1,5 +1,6 @@
 import SceneCore
 @testable import SceneReplay
+import SceneTrace
 import Testing
 @testable import SceneDaemon
 

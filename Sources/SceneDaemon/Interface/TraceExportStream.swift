@@ -1,5 +1,5 @@
 import SceneCore
-import SceneReplay
+import SceneTrace
 import SceneStore
 import Varlink
 

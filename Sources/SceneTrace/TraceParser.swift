@@ -87,6 +87,17 @@ public enum TraceParser {
 
     /// One line; nil for a blank or comment line.
     static func parseLine(_ line: UnsafeRawBufferPointer, number: Int) throws(TraceError) -> TraceEvent? {
+        guard let object = try object(line, number: number) else { return nil }
+        var fields = Fields(object: object, line: number)
+        let time = try fields.time()
+        let ev = try fields.string("ev")
+        let kind = try self.kind(ev, &fields)
+        try fields.finish(ev)
+        return TraceEvent(time: time, kind, line: number)
+    }
+
+    /// The JSON object a line holds; nil for a blank or comment line.
+    static func object(_ line: UnsafeRawBufferPointer, number: Int) throws(TraceError) -> JSONObject? {
         var first = 0
         while first < line.count, line[first] == UInt8(ascii: " ") || line[first] == UInt8(ascii: "\t")
             || line[first] == UInt8(ascii: "\r") {
@@ -100,101 +111,119 @@ public enum TraceParser {
             throw TraceError(line: number, "invalid JSON: \(error.reason) at column \(first + error.offset + 1)")
         }
         guard let object = value.objectValue else { throw TraceError(line: number, "an event must be a JSON object") }
-        var fields = Fields(object: object, line: number)
-        let time = try fields.time()
-        let ev = try fields.string("ev")
-        let kind: TraceEvent.Kind
+        return object
+    }
+
+    /// The event an `ev` names, from its members.
+    static func kind(_ ev: String, _ fields: inout Fields) throws(TraceError) -> TraceEvent.Kind {
         switch ev {
-        case "meta":
-            kind = .meta(scenario: try fields.optionalString("scenario"),
-                         seed: try fields.optionalBytes("seed"))
-            fields.ignoreRest()
-        case "open":
-            var flags: [String] = []
-            if let raw = fields.take("flags"), !raw.isNull {
-                guard let array = raw.arrayValue else { throw fields.error("\"flags\" must be an array of strings") }
-                for item in array {
-                    guard let flag = item.stringValue else { throw fields.error("\"flags\" must be an array of strings") }
-                    flags.append(flag)
-                }
-            }
-            let restore = try fields.optionalBytes("restore_ms") ?? 0
-            guard restore <= UInt64(UInt32.max) else { throw fields.error("\"restore_ms\" is too large") }
-            kind = .open(TraceScene(name: try fields.sceneName(), app: try fields.optionalString("app"),
-                                    bytes: try fields.bytes("mem"), restoreMs: UInt32(restore),
-                                    stateBytes: try fields.optionalBytes("state_bytes") ?? 0, flags: flags))
-        case "activate": kind = .activate(try fields.sceneName())
-        case "deactivate": kind = .deactivate(try fields.sceneName())
-        case "background": kind = .background(try fields.sceneName())
-        case "suspend": kind = .suspend(try fields.sceneName())
-        case "close": kind = .close(try fields.sceneName())
-        case "mem": kind = .mem(scene: try fields.sceneName(), bytes: try fields.bytes("mem"))
-        case "app_mem": kind = .appMem(app: try fields.string("app"), bytes: try fields.bytes("mem"))
-        case "protect":
-            guard let on = fields.take("on")?.boolValue else { throw fields.error("\"on\" must be true or false") }
-            kind = .protect(scene: try fields.sceneName(), on: on)
-        case "budget":
-            let hasBytes = fields.has("bytes")
-            let hasScale = fields.has("scale")
-            guard hasBytes != hasScale else { throw fields.error("a budget needs exactly one of \"bytes\" and \"scale\"") }
-            if hasScale {
-                guard let scale = fields.take("scale")?.doubleValue, scale > 0, scale.isFinite else {
-                    throw fields.error("\"scale\" must be a positive number")
-                }
-                kind = .budget(.scale(scale))
-            } else if fields.peek("bytes")?.isNull == true {
-                _ = fields.take("bytes")
-                kind = .budget(.unlimited)
-            } else {
-                kind = .budget(.bytes(try fields.bytes("bytes")))
-            }
-        case "pressure":
-            let name = try fields.string("level")
-            if let raw = fields.take("for_ms"), !raw.isNull {
-                guard let ms = raw.doubleValue, ms > 0, ms < 9e15 else {
-                    throw fields.error("\"for_ms\" must be a positive number of milliseconds")
-                }
-                guard let level = PressureLevel(name: name == "warn" ? "warning" : name), level > .normal else {
-                    throw fields.error("a pressure with \"for_ms\" needs the level warning or critical")
-                }
-                kind = .timedPressure(level, durationMs: Int64(ms.rounded()))
-                break
-            }
-            switch name {
-            case "auto": kind = .pressure(nil)
-            case "warn": kind = .pressure(.warning)
-            default:
-                guard let level = PressureLevel(name: name) else {
-                    throw fields.error("unknown pressure level \"\(name)\" (normal, warn, warning, critical, auto)")
-                }
-                kind = .pressure(level)
-            }
-        case "ack_profile":
-            let scene = try fields.sceneName()
-            var latency: Int64?
-            if let raw = fields.take("latency_ms"), !raw.isNull {
-                // Bounded like "t": a larger number has no Int64 of milliseconds to convert to.
-                guard let ms = raw.doubleValue, ms >= 0, ms < 9e15 else {
-                    throw fields.error("\"latency_ms\" must be a non-negative number below 9e15, or null")
-                }
-                latency = Int64(ms.rounded())
-            }
-            var defers = false
-            if let raw = fields.take("defer") {
-                guard let flag = raw.boolValue else { throw fields.error("\"defer\" must be true or false") }
-                defers = flag
-            }
-            kind = .ackProfile(AckProfile(scene: scene, latencyMs: latency, defers: defers))
-        case "settings": kind = .settings(try settings(&fields))
-        case "launch": kind = .launch(app: try fields.string("app"))
-        case "terminate": kind = .terminate(app: try fields.string("app"))
-        case "disconnect": kind = .disconnect(try fields.sceneName())
-        case "decide": kind = .decide
-        default:
-            throw TraceError(line: number, "unknown event \"\(ev)\"")
+        case "meta": return try meta(&fields)
+        case "open": return .open(try scene(&fields))
+        case "activate": return .activate(try fields.sceneName())
+        case "deactivate": return .deactivate(try fields.sceneName())
+        case "background": return .background(try fields.sceneName())
+        case "suspend": return .suspend(try fields.sceneName())
+        case "close": return .close(try fields.sceneName())
+        case "mem": return .mem(scene: try fields.sceneName(), bytes: try fields.bytes("mem"))
+        case "app_mem": return .appMem(app: try fields.string("app"), bytes: try fields.bytes("mem"))
+        case "protect": return try protect(&fields)
+        case "budget": return .budget(try budget(&fields))
+        case "pressure": return try pressure(&fields)
+        case "ack_profile": return .ackProfile(try ackProfile(&fields))
+        case "settings": return .settings(try settings(&fields))
+        case "launch": return .launch(app: try fields.string("app"))
+        case "terminate": return .terminate(app: try fields.string("app"))
+        case "disconnect": return .disconnect(try fields.sceneName())
+        case "decide": return .decide
+        default: throw fields.error("unknown event \"\(ev)\"")
         }
-        try fields.finish(ev)
-        return TraceEvent(time: time, kind, line: number)
+    }
+
+    /// Generator provenance; other members are free.
+    static func meta(_ fields: inout Fields) throws(TraceError) -> TraceEvent.Kind {
+        let kind = TraceEvent.Kind.meta(scenario: try fields.optionalString("scenario"),
+                                        seed: try fields.optionalBytes("seed"))
+        fields.ignoreRest()
+        return kind
+    }
+
+    static func scene(_ fields: inout Fields) throws(TraceError) -> TraceScene {
+        var flags: [String] = []
+        if let raw = fields.take("flags"), !raw.isNull {
+            guard let array = raw.arrayValue else { throw fields.error("\"flags\" must be an array of strings") }
+            for item in array {
+                guard let flag = item.stringValue else { throw fields.error("\"flags\" must be an array of strings") }
+                flags.append(flag)
+            }
+        }
+        let restore = try fields.optionalBytes("restore_ms") ?? 0
+        guard restore <= UInt64(UInt32.max) else { throw fields.error("\"restore_ms\" is too large") }
+        return TraceScene(name: try fields.sceneName(), app: try fields.optionalString("app"),
+                          bytes: try fields.bytes("mem"), restoreMs: UInt32(restore),
+                          stateBytes: try fields.optionalBytes("state_bytes") ?? 0, flags: flags)
+    }
+
+    static func protect(_ fields: inout Fields) throws(TraceError) -> TraceEvent.Kind {
+        guard let on = fields.take("on")?.boolValue else { throw fields.error("\"on\" must be true or false") }
+        return .protect(scene: try fields.sceneName(), on: on)
+    }
+
+    static func budget(_ fields: inout Fields) throws(TraceError) -> TraceBudget {
+        let hasBytes = fields.has("bytes")
+        let hasScale = fields.has("scale")
+        guard hasBytes != hasScale else { throw fields.error("a budget needs exactly one of \"bytes\" and \"scale\"") }
+        if hasScale {
+            guard let scale = fields.take("scale")?.doubleValue, scale > 0, scale.isFinite else {
+                throw fields.error("\"scale\" must be a positive number")
+            }
+            return .scale(scale)
+        }
+        if fields.peek("bytes")?.isNull == true {
+            _ = fields.take("bytes")
+            return .unlimited
+        }
+        return .bytes(try fields.bytes("bytes"))
+    }
+
+    /// An explicit level (until the next one), or with `for_ms` an override that lapses.
+    static func pressure(_ fields: inout Fields) throws(TraceError) -> TraceEvent.Kind {
+        let name = try fields.string("level")
+        if let raw = fields.take("for_ms"), !raw.isNull {
+            guard let ms = raw.doubleValue, ms > 0, ms < 9e15 else {
+                throw fields.error("\"for_ms\" must be a positive number of milliseconds")
+            }
+            guard let level = PressureLevel(name: name == "warn" ? "warning" : name), level > .normal else {
+                throw fields.error("a pressure with \"for_ms\" needs the level warning or critical")
+            }
+            return .timedPressure(level, durationMs: Int64(ms.rounded()))
+        }
+        switch name {
+        case "auto": return .pressure(nil)
+        case "warn": return .pressure(.warning)
+        default:
+            guard let level = PressureLevel(name: name) else {
+                throw fields.error("unknown pressure level \"\(name)\" (normal, warn, warning, critical, auto)")
+            }
+            return .pressure(level)
+        }
+    }
+
+    static func ackProfile(_ fields: inout Fields) throws(TraceError) -> AckProfile {
+        let scene = try fields.sceneName()
+        var latency: Int64?
+        if let raw = fields.take("latency_ms"), !raw.isNull {
+            // Bounded like "t": a larger number has no Int64 of milliseconds to convert to.
+            guard let ms = raw.doubleValue, ms >= 0, ms < 9e15 else {
+                throw fields.error("\"latency_ms\" must be a non-negative number below 9e15, or null")
+            }
+            latency = Int64(ms.rounded())
+        }
+        var defers = false
+        if let raw = fields.take("defer") {
+            guard let flag = raw.boolValue else { throw fields.error("\"defer\" must be true or false") }
+            defers = flag
+        }
+        return AckProfile(scene: scene, latencyMs: latency, defers: defers)
     }
 
     /// The members of one event, taken one by one so that leftovers can be reported.

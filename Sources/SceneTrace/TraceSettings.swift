@@ -45,18 +45,6 @@ public struct TraceSettings: Sendable, Equatable {
     }
 }
 
-extension ReplaySettings {
-    /// Takes a trace's recorded settings (the budget stays the caller's).
-    public mutating func adopt(_ s: TraceSettings) {
-        let budget = reclaim.budget
-        reclaim = s.reclaim
-        reclaim.budget = budget
-        engine = s.engine
-        hold = s.hold
-        gaugeIsSource = s.gauge
-    }
-}
-
 extension TraceParser {
     static func settings(_ fields: inout Fields) throws(TraceError) -> TraceSettings {
         var s = TraceSettings()
@@ -121,7 +109,9 @@ extension TraceParser {
 }
 
 extension TraceWriter {
+    /// The `settings` line's `ev` and members.
     static func settings(_ s: TraceSettings, _ w: inout JSONWriter) {
+        w.string("settings")
         if let source = s.source { w.key("source"); w.string(source) }
         if let since = s.since { w.key("since"); w.uint(since) }
         if let epoch = s.epochMicros { w.key("epoch_us"); w.int(epoch) }
