@@ -1,6 +1,6 @@
 import SceneCore
-import SceneTrace
 import SceneStore
+import SceneTrace
 import Varlink
 
 /// ExportTrace's stream: the event log from `since` up to where it stood when the call came,
