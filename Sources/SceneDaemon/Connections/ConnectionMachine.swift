@@ -2,11 +2,13 @@
 /// cycle and postgres-nio's connection state machine: the server tells it what happened (an
 /// `Event`), carries out the `Action` it answers, and derives everything else — the epoll
 /// interest, whether the connection wants a turn, whether it is finished — from its state.
-/// Every flag about a connection that decides anything lives here, in the phase it belongs to.
+/// Every flag about a connection that decides anything lives here: in its phase's payload when
+/// only that phase has it, else in the input or output side the phases share.
 ///
 /// Why it exists: independent flags let one combination — a peer that hung up while its reply
 /// waited for a commit — be ready on every loop pass and never finish, which wedged the daemon
-/// for everyone. Phases that carry their data make such combinations unrepresentable.
+/// for everyone. One owner of every flag, with each transition saying what it keeps, avoids
+/// such combinations.
 ///
 /// Impossible (phase, event) pairs — the server never produces them, so one means its
 /// bookkeeping is wrong. They trap in debug builds and are ignored (state unchanged, `.none`)
@@ -315,6 +317,8 @@ struct ConnectionMachine: Equatable, Sendable {
         case .peerGone:
             break
         case .ending, .closed:
+            // Its handler ended it: it takes no more calls, so it competes with nobody.
+            input.interactive = false
             return
         }
         input.callHandled(owed: output.heldReplies + output.replies, oneway: oneway, queuedBytes: queuedBytes, now: now)
