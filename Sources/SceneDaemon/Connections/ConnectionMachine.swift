@@ -2,11 +2,13 @@
 /// cycle and postgres-nio's connection state machine: the server tells it what happened (an
 /// `Event`), carries out the `Action` it answers, and derives everything else — the epoll
 /// interest, whether the connection wants a turn, whether it is finished — from its state.
-/// Every flag about a connection that decides anything lives here, in the phase it belongs to.
+/// Every flag about a connection that decides anything lives here: in its phase's payload when
+/// only that phase has it, else in the input or output side the phases share.
 ///
 /// Why it exists: independent flags let one combination — a peer that hung up while its reply
 /// waited for a commit — be ready on every loop pass and never finish, which wedged the daemon
-/// for everyone. Phases that carry their data make such combinations unrepresentable.
+/// for everyone. One owner of every flag, with each transition saying what it keeps, avoids
+/// such combinations.
 ///
 /// Impossible (phase, event) pairs — the server never produces them, so one means its
 /// bookkeeping is wrong. They trap in debug builds and are ignored (state unchanged, `.none`)
@@ -26,14 +28,14 @@ struct ConnectionMachine: Equatable, Sendable {
 
     enum State: Equatable, Sendable {
         /// Calls are read and handled.
-        case serving(Serving)
+        case serving(Stream)
         /// The peer shut down its sending side (EOF) but may still read: the calls received
         /// are answered, then the connection closes.
-        case inputClosed(Serving)
-        /// The peer closed or reset the connection: nothing can be written any more. Calls
-        /// already received are still carried out (a oneway call followed by close must take
-        /// effect); their replies are dropped.
-        case peerGone(Input)
+        case inputClosed(Stream)
+        /// The peer closed or reset the connection: nothing can be written any more (nothing
+        /// is owed). Calls already received are still carried out (a oneway call followed by
+        /// close must take effect); their replies are dropped.
+        case peerGone
         /// We end the connection: no more calls are taken; what is owed is written (an error
         /// saying why comes last), then it closes, at the latest at `lingerUntil`.
         case ending(Ending)
@@ -50,7 +52,28 @@ struct ConnectionMachine: Equatable, Sendable {
         case refused(String)
     }
 
-    /// The input side and the call budgets: what a phase that still takes calls has.
+    /// An open `more` call: until it ends, later calls wait in the input. Only a connection
+    /// that can still be written to (serving, inputClosed) has one.
+    struct Stream: Equatable, Sendable {
+        var open = false
+        /// The stream has more to produce now (not merely waiting for events).
+        var hasMore = false
+        /// Stream output owed but not queued: the committed events a monitor fell behind by
+        /// while its output was at the high-water mark. Never held in memory (the stream
+        /// produces them from the event log as the client reads), but counted against
+        /// `maxOutputBytes` as if queued, so a client that does not read is still cut off.
+        var deferredBytes = 0
+    }
+
+    struct Ending: Equatable, Sendable {
+        var reason: EndReason
+        var lingerUntil: UInt64
+        /// A refused client sent its first call or EOF: once the error is written, close.
+        var refusalAnswered = false
+    }
+
+    /// The input side and the call budgets. Calls are taken while serving, inputClosed or
+    /// peerGone; ending reads only a refused client's first call, and takes none.
     struct Input: Equatable, Sendable {
         /// A complete message waits in the input.
         var hasCall = false
@@ -81,6 +104,7 @@ struct ConnectionMachine: Equatable, Sendable {
     }
 
     /// What is owed to the client: replies held for their batch's commit, and framed output.
+    /// Nothing in peerGone and closed: nobody can read it.
     struct Output: Equatable, Sendable {
         var heldReplies = 0
         var heldBytes = 0
@@ -92,35 +116,6 @@ struct ConnectionMachine: Equatable, Sendable {
         /// Output it has not refused is written in the pass that made it (`.write`), so asking
         /// epoll each time would cost two epoll_ctl calls per reply, on and off again.
         var writeBlocked = false
-    }
-
-    /// An open `more` call: until it ends, later calls wait in the input.
-    struct Stream: Equatable, Sendable {
-        var open = false
-        /// The stream has more to produce now (not merely waiting for events).
-        var hasMore = false
-        /// Stream output owed but not queued: the committed events a monitor fell behind by
-        /// while its output was at the high-water mark. Never held in memory (the stream
-        /// produces them from the event log as the client reads), but counted against
-        /// `maxOutputBytes` as if queued, so a client that does not read is still cut off.
-        var deferredBytes = 0
-    }
-
-    struct Serving: Equatable, Sendable {
-        var input: Input
-        var output = Output()
-        var stream = Stream()
-    }
-
-    struct Ending: Equatable, Sendable {
-        var reason: EndReason
-        var lingerUntil: UInt64
-        var output = Output()
-        /// Only a refused client is read (for its first call, which the error answers).
-        var maybeReadable = false
-        var partialBytes = 0
-        /// A refused client sent its first call or EOF: once the error is written, close.
-        var refusalAnswered = false
     }
 
     /// The epoll interest the state calls for. `registered == false`: take the fd out of epoll
@@ -167,15 +162,20 @@ struct ConnectionMachine: Equatable, Sendable {
     let budget: Budget
     /// Accepted only to be told it is over a connection limit (it never serves).
     let refused: Bool
+    /// The phase, with what only it has. The input and output sides are shared by several
+    /// phases, so they are kept beside it (in place: a step copies no phase payload).
     private(set) var state: State
+    private(set) var input: Input
+    private(set) var output = Output()
 
     init(budget: Budget = Budget(), now: UInt64, refusedFor limit: String? = nil) {
         self.budget = budget
         refused = limit != nil
+        input = Input(lastInputAt: now)
         if let limit {
             state = .ending(Ending(reason: .refused(limit), lingerUntil: now &+ budget.lingerMicroseconds))
         } else {
-            state = .serving(Serving(input: Input(lastInputAt: now)))
+            state = .serving(Stream())
         }
     }
 
@@ -185,7 +185,7 @@ struct ConnectionMachine: Equatable, Sendable {
         if case .closed = state { return .none }
         guard permits(event) else { return impossible(event) }
         switch event {
-        case .readable: readable()
+        case .readable: input.maybeReadable = true  // reading happens in the connection's turn
         case .writable: return writable()
         case .hangUp: return hangUp()
         case .socketError: return close()
@@ -199,7 +199,7 @@ struct ConnectionMachine: Equatable, Sendable {
         case .repliesReleased(let count, let held, let output): return repliesReleased(count, held, output)
         case .outputAdded(let bytes): return outputAdded(bytes)
         case .wrote(let bytes): return wrote(bytes)
-        case .writeWouldBlock: writeWouldBlock()
+        case .writeWouldBlock: output.writeBlocked = output.bytes > 0
         case .streamEnded: return streamEnded()
         case .streamHasMore(let more): streamHasMore(more)
         case .streamBehind(let bytes): streamBehind(bytes: bytes)
@@ -239,34 +239,19 @@ struct ConnectionMachine: Equatable, Sendable {
         return .none
     }
 
-    /// Noted only: reading happens in the connection's turn of a pass.
-    private mutating func readable() {
-        switch state {
-        case .serving(var s): s.input.maybeReadable = true; state = .serving(s)
-        case .inputClosed(var s): s.input.maybeReadable = true; state = .inputClosed(s)
-        case .peerGone(var input): input.maybeReadable = true; state = .peerGone(input)
-        case .ending(var e): e.maybeReadable = true; state = .ending(e)
-        case .closed: break
-        }
-    }
-
     private mutating func writable() -> Action {
-        var write = false
-        updateOutput { o in
-            o.writeBlocked = false
-            write = o.bytes > 0
-        }
-        return write ? .write : .none
+        output.writeBlocked = false
+        return output.bytes > 0 ? .write : .none
     }
 
     private mutating func hangUp() -> Action {
         switch state {
-        case .serving(let s), .inputClosed(let s):
+        case .serving, .inputClosed:
             // Owed output can no longer reach anyone; calls already received still run.
-            var input = s.input
+            state = .peerGone
+            output = Output()
             input.partialBytes = 0
             input.maybeReadable = true
-            state = .peerGone(input)
             return .none
         case .peerGone:
             return isFinished ? close() : .none
@@ -276,52 +261,39 @@ struct ConnectionMachine: Equatable, Sendable {
     }
 
     private mutating func received(_ partial: Int, _ call: Bool, _ more: Bool, _ now: UInt64) -> Action {
-        switch state {
-        case .serving(var s):
-            s.input.received(partial, call, more, now)
-            state = .serving(s)
-        case .peerGone(var input):
-            input.received(partial, call, more, now)
-            state = .peerGone(input)
-        case .ending(var e):
-            // A refused client: its first call is the one the error answers; the rest is not read.
-            e.partialBytes = partial
-            e.maybeReadable = more
-            if call { e.refusalAnswered = true }
-            state = .ending(e)
-            return isFinished ? close() : .none
-        case .inputClosed, .closed:
-            return .none
+        input.partialBytes = partial
+        input.maybeReadable = more
+        input.lastInputAt = now
+        guard case .ending(var e) = state else {
+            input.hasCall = call
+            return callsAction()
         }
-        return callsAction()
-    }
-
-    private mutating func readWouldBlock() -> Action {
-        switch state {
-        case .serving(var s): s.input.maybeReadable = false; state = .serving(s)
-        case .peerGone(var input): input.maybeReadable = false; state = .peerGone(input)
-        case .ending(var e): e.maybeReadable = false; state = .ending(e)
-        case .inputClosed, .closed: return .none
+        // A refused client: its first call is the one the error answers; the rest is not read.
+        input.hasCall = false
+        if call {
+            e.refusalAnswered = true
+            state = .ending(e)
         }
         return isFinished ? close() : .none
     }
 
+    private mutating func readWouldBlock() -> Action {
+        input.maybeReadable = false
+        return isFinished ? close() : .none
+    }
+
     private mutating func endOfInput() -> Action {
+        input.maybeReadable = false
         switch state {
-        case .serving(var s):
+        case .serving(let stream):
             // A half-finished message can never be completed now.
-            s.input.maybeReadable = false
-            s.input.partialBytes = 0
-            state = .inputClosed(s)
-        case .peerGone(var input):
-            input.maybeReadable = false
-            state = .peerGone(input)
+            state = .inputClosed(stream)
+            input.partialBytes = 0
         case .ending(var e):
-            e.maybeReadable = false
             e.refusalAnswered = true
             state = .ending(e)
-        case .inputClosed, .closed:
-            return .none
+        case .inputClosed, .peerGone, .closed:
+            break
         }
         if isFinished { return close() }
         return callsAction()
@@ -332,120 +304,125 @@ struct ConnectionMachine: Equatable, Sendable {
     /// or a deep pipeliner always has much more.
     mutating func callHandled(opensStream: Bool, oneway: Bool, queuedBytes: Int, now: UInt64) {
         switch state {
-        case .serving(var s):
-            s.input.callHandled(owed: s.output.heldReplies + s.output.replies, oneway: oneway, queuedBytes: queuedBytes, now: now)
-            if opensStream { s.stream.open = true }
-            state = .serving(s)
-        case .inputClosed(var s):
-            s.input.callHandled(owed: s.output.heldReplies + s.output.replies, oneway: oneway, queuedBytes: queuedBytes, now: now)
-            if opensStream { s.stream.open = true }
-            state = .inputClosed(s)
-        case .peerGone(var input):
-            input.callHandled(owed: 0, oneway: oneway, queuedBytes: queuedBytes, now: now)
-            state = .peerGone(input)
-        case .ending, .closed:
+        case .serving(var stream):
+            if opensStream {
+                stream.open = true
+                state = .serving(stream)
+            }
+        case .inputClosed(var stream):
+            if opensStream {
+                stream.open = true
+                state = .inputClosed(stream)
+            }
+        case .peerGone:
             break
+        case .ending, .closed:
+            // Its handler ended it: it takes no more calls, so it competes with nobody.
+            input.interactive = false
+            return
         }
+        input.callHandled(owed: output.heldReplies + output.replies, oneway: oneway, queuedBytes: queuedBytes, now: now)
     }
 
     /// The call about to be handled starts out impatient; its handler may say otherwise.
-    mutating func callBegins() { updateInput { $0.callIsPatient = false } }
+    mutating func callBegins() { input.callIsPatient = false }
 
     /// The call being handled is an answer with a deadline of seconds (an app's Acknowledge).
-    mutating func markCallPatient() { updateInput { $0.callIsPatient = true } }
+    mutating func markCallPatient() { input.callIsPatient = true }
 
     private mutating func inputExhausted(_ partial: Int) -> Action {
-        switch state {
-        case .serving(var s):
-            s.input.hasCall = false
-            s.input.partialBytes = partial
-            state = .serving(s)
-        case .inputClosed(var s):
-            s.input.hasCall = false
-            s.input.partialBytes = 0
-            state = .inputClosed(s)
-        case .peerGone(var input):
-            input.hasCall = false
-            input.partialBytes = 0
-            state = .peerGone(input)
-        case .ending, .closed:
-            return .none
-        }
+        input.hasCall = false
+        if case .serving = state { input.partialBytes = partial } else { input.partialBytes = 0 }
         return isFinished ? close() : .none
     }
 
     /// A reply was held until its batch commits (a gone peer's is not: nobody would read it).
     mutating func replyHeld(bytes: Int) {
-        updateOutput { o in
-            o.heldReplies += 1
-            o.heldBytes += bytes
+        switch state {
+        case .serving, .inputClosed, .ending:
+            output.heldReplies += 1
+            output.heldBytes += bytes
+        case .peerGone, .closed:
+            break
         }
     }
 
     private mutating func repliesReleased(_ count: Int, _ held: Int, _ bytes: Int) -> Action {
-        var write = false
-        updateOutput { o in
-            // Clamped: the counts come from the server's bookkeeping, never trusted to match.
-            o.heldReplies = max(0, o.heldReplies - count)
-            o.heldBytes = max(0, o.heldBytes - held)
-            o.bytes += bytes
-            o.replies += count
-            write = o.bytes > 0
-        }
-        if write { return .write }
+        if case .peerGone = state { return isFinished ? close() : .none }
+        // Clamped: the counts come from the server's bookkeeping, never trusted to match.
+        output.heldReplies = max(0, output.heldReplies - count)
+        output.heldBytes = max(0, output.heldBytes - held)
+        output.bytes += bytes
+        output.replies += count
+        if output.bytes > 0 { return .write }
         return isFinished ? close() : .none
     }
 
     private mutating func outputAdded(_ bytes: Int) -> Action {
-        updateOutput { $0.bytes += bytes }
-        return bytes > 0 && hasOutputSide ? .write : .none
+        output.bytes += bytes
+        return bytes > 0 ? .write : .none
     }
 
     private mutating func wrote(_ bytes: Int) -> Action {
-        updateOutput { o in
-            o.writeBlocked = false
-            o.bytes = max(0, o.bytes - bytes)
-            if o.bytes == 0 { o.replies = 0 }
-        }
+        output.writeBlocked = false
+        output.bytes = max(0, output.bytes - bytes)
+        if output.bytes == 0 { output.replies = 0 }
         return isFinished ? close() : .none
-    }
-
-    private mutating func writeWouldBlock() {
-        updateOutput { $0.writeBlocked = $0.bytes > 0 }
     }
 
     /// Output the server dropped for a slow reader (whole unsent messages).
     mutating func outputDropped(bytes: Int) {
-        updateOutput { $0.bytes = max(0, $0.bytes - bytes) }
+        output.bytes = max(0, output.bytes - bytes)
     }
 
     private mutating func streamEnded() -> Action {
-        updateStream { $0 = Stream() }
+        switch state {
+        case .serving: state = .serving(Stream())
+        case .inputClosed: state = .inputClosed(Stream())
+        case .peerGone, .ending, .closed: break
+        }
         if isFinished { return close() }
         return callsAction()
     }
 
     /// Whether the open stream has more to produce right now.
     mutating func streamHasMore(_ more: Bool) {
-        updateStream { $0.hasMore = $0.open && more }
+        switch state {
+        case .serving(var stream):
+            stream.hasMore = stream.open && more
+            state = .serving(stream)
+        case .inputClosed(var stream):
+            stream.hasMore = stream.open && more
+            state = .inputClosed(stream)
+        case .peerGone, .ending, .closed:
+            break
+        }
     }
 
     /// The open stream is behind the committed events by `bytes` not queued (0: caught up).
     /// Only a stream that can still be written to is owed anything.
     mutating func streamBehind(bytes: Int) {
-        updateStream { $0.deferredBytes = $0.open ? max(0, bytes) : 0 }
+        switch state {
+        case .serving(var stream):
+            stream.deferredBytes = stream.open ? max(0, bytes) : 0
+            state = .serving(stream)
+        case .inputClosed(var stream):
+            stream.deferredBytes = stream.open ? max(0, bytes) : 0
+            state = .inputClosed(stream)
+        case .peerGone, .ending, .closed:
+            break
+        }
     }
 
     private mutating func protocolViolation(_ now: UInt64) -> Action {
         switch state {
-        case .serving(let s), .inputClosed(let s):
-            beginEnding(.protocolViolation, output: s.output, now: now)
+        case .serving, .inputClosed:
+            beginEnding(.protocolViolation, now: now)
             return .sendViolation
-        case .peerGone(var input):
+        case .peerGone:
             // Nobody to tell: drop the rest of its input.
             input.hasCall = false
             input.maybeReadable = false
-            state = .peerGone(input)
             return isFinished ? close() : .none
         case .ending, .closed:
             return .none
@@ -454,13 +431,12 @@ struct ConnectionMachine: Equatable, Sendable {
 
     private mutating func limitExceeded(_ limit: String, cutOutput: Bool, now: UInt64) -> Action {
         switch state {
-        case .serving(let s), .inputClosed(let s):
-            var output = s.output
+        case .serving, .inputClosed:
             if cutOutput {
                 output.heldReplies = 0
                 output.heldBytes = 0
             }
-            beginEnding(.limit(limit), output: output, now: now)
+            beginEnding(.limit(limit), now: now)
             return .sendLimitError(limit, cutOutput: cutOutput)
         case .peerGone, .ending, .closed:
             return .none
@@ -469,33 +445,27 @@ struct ConnectionMachine: Equatable, Sendable {
 
     /// Its turn in a pass, with the contention the scheduler found: what to do first.
     private mutating func turnBegan(contended: Bool, reserved: Bool) -> Action {
-        updateInput { i in
-            i.contended = contended
-            i.batchReserved = reserved
-        }
-        if case .closed = state { return .none }
+        input.contended = contended
+        input.batchReserved = reserved
         if isFinished { return close() }
-        if hasCall && mayHandleCalls { return .handleCalls }
-        if mayRead && (maybeReadable || isPeerGone) { return .read }
+        if input.hasCall && mayHandleCalls { return .handleCalls }
+        if mayRead && (input.maybeReadable || isPeerGone) { return .read }
         return .none
     }
 
     /// A new loop pass began: the per-pass budget is fresh.
-    mutating func passBegan() { updateInput { $0.callsThisPass = 0 } }
+    mutating func passBegan() { input.callsThisPass = 0 }
 
     /// A new batch began gathering: the per-batch budget is fresh, and the reservation was the
     /// old batch's (the next turn decides the new one's).
     mutating func batchBegan() {
-        updateInput { i in
-            i.callsThisBatch = 0
-            i.batchReserved = false
-        }
+        input.callsThisBatch = 0
+        input.batchReserved = false
     }
 
     private mutating func tick(_ now: UInt64) -> Action {
         switch state {
-        case .serving(let s):
-            let input = s.input
+        case .serving:
             if input.partialBytes > 0, now >= input.lastInputAt, now - input.lastInputAt >= budget.idleMicroseconds {
                 return limitExceeded("IdleTimeoutSec", cutOutput: false, now: now)
             }
@@ -507,49 +477,26 @@ struct ConnectionMachine: Equatable, Sendable {
         }
     }
 
-    private mutating func beginEnding(_ reason: EndReason, output: Output, now: UInt64) {
-        state = .ending(Ending(reason: reason, lingerUntil: now &+ budget.lingerMicroseconds, output: output))
+    /// No more calls: the stream and the input go; what is owed stays, to be written.
+    private mutating func beginEnding(_ reason: EndReason, now: UInt64) {
+        state = .ending(Ending(reason: reason, lingerUntil: now &+ budget.lingerMicroseconds))
+        input.hasCall = false
+        input.partialBytes = 0
+        input.maybeReadable = false
     }
 
     private mutating func close() -> Action {
         state = .closed
+        input.hasCall = false
+        input.partialBytes = 0
+        input.maybeReadable = false
+        output = Output()
         return .close
     }
 
     /// After new input or a stream's end: take calls if one waits and the budget allows.
     @inline(__always)
-    private func callsAction() -> Action { hasCall && mayHandleCalls ? .handleCalls : .none }
-
-    // MARK: - Updating the data a phase carries
-
-    @inline(__always)
-    private mutating func updateInput(_ body: (inout Input) -> Void) {
-        switch state {
-        case .serving(var s): body(&s.input); state = .serving(s)
-        case .inputClosed(var s): body(&s.input); state = .inputClosed(s)
-        case .peerGone(var input): body(&input); state = .peerGone(input)
-        case .ending, .closed: break
-        }
-    }
-
-    @inline(__always)
-    private mutating func updateOutput(_ body: (inout Output) -> Void) {
-        switch state {
-        case .serving(var s): body(&s.output); state = .serving(s)
-        case .inputClosed(var s): body(&s.output); state = .inputClosed(s)
-        case .ending(var e): body(&e.output); state = .ending(e)
-        case .peerGone, .closed: break
-        }
-    }
-
-    @inline(__always)
-    private mutating func updateStream(_ body: (inout Stream) -> Void) {
-        switch state {
-        case .serving(var s): body(&s.stream); state = .serving(s)
-        case .inputClosed(var s): body(&s.stream); state = .inputClosed(s)
-        case .peerGone, .ending, .closed: break
-        }
-    }
+    private func callsAction() -> Action { input.hasCall && mayHandleCalls ? .handleCalls : .none }
 }
 
 extension ConnectionMachine.Input {
@@ -670,98 +617,60 @@ extension ConnectionMachine {
         }
     }
 
-    private var input: Input? {
+    private var stream: Stream {
         switch state {
-        case .serving(let s), .inputClosed(let s): s.input
-        case .peerGone(let input): input
-        case .ending, .closed: nil
-        }
-    }
-
-    private var output: Output? {
-        switch state {
-        case .serving(let s), .inputClosed(let s): s.output
-        case .ending(let e): e.output
-        case .peerGone, .closed: nil
-        }
-    }
-
-    private var stream: Stream? {
-        switch state {
-        case .serving(let s), .inputClosed(let s): s.stream
-        case .peerGone, .ending, .closed: nil
-        }
-    }
-
-    private var hasOutputSide: Bool {
-        switch state {
-        case .serving, .inputClosed, .ending: true
-        case .peerGone, .closed: false
+        case .serving(let stream), .inputClosed(let stream): stream
+        case .peerGone, .ending, .closed: Stream()
         }
     }
 
     var isPeerGone: Bool { if case .peerGone = state { true } else { false } }
     var isClosed: Bool { if case .closed = state { true } else { false } }
 
-    var streaming: Bool { stream?.open ?? false }
-    var streamHasMore: Bool { stream?.hasMore ?? false }
-    var deferredBytes: Int { stream?.deferredBytes ?? 0 }
-    var heldReplies: Int { output?.heldReplies ?? 0 }
-    var heldBytes: Int { output?.heldBytes ?? 0 }
-    var outputBytes: Int { output?.bytes ?? 0 }
-    var outputReplies: Int { output?.replies ?? 0 }
-    var writeBlocked: Bool { output?.writeBlocked ?? false }
-    var hasCall: Bool { input?.hasCall ?? false }
-    var callsThisPass: Int { input?.callsThisPass ?? 0 }
-    var callsThisBatch: Int { input?.callsThisBatch ?? 0 }
-    var contended: Bool { input?.contended ?? false }
-    var batchReserved: Bool { input?.batchReserved ?? false }
-    var interactive: Bool { input?.interactive ?? false }
-    var callIsPatient: Bool { input?.callIsPatient ?? false }
-    var lastInteractiveAt: UInt64? { input?.lastInteractiveAt }
-
-    var partialBytes: Int {
-        switch state {
-        case .serving(let s), .inputClosed(let s): s.input.partialBytes
-        case .peerGone(let input): input.partialBytes
-        case .ending(let e): e.partialBytes
-        case .closed: 0
-        }
-    }
-
-    var maybeReadable: Bool {
-        switch state {
-        case .serving(let s), .inputClosed(let s): s.input.maybeReadable
-        case .peerGone(let input): input.maybeReadable
-        case .ending(let e): e.maybeReadable
-        case .closed: false
-        }
-    }
+    var streaming: Bool { stream.open }
+    var streamHasMore: Bool { stream.hasMore }
+    var deferredBytes: Int { stream.deferredBytes }
+    var heldReplies: Int { output.heldReplies }
+    var heldBytes: Int { output.heldBytes }
+    var outputBytes: Int { output.bytes }
+    var outputReplies: Int { output.replies }
+    var writeBlocked: Bool { output.writeBlocked }
+    var hasCall: Bool { input.hasCall }
+    var partialBytes: Int { input.partialBytes }
+    var maybeReadable: Bool { input.maybeReadable }
+    var callsThisPass: Int { input.callsThisPass }
+    var callsThisBatch: Int { input.callsThisBatch }
+    var contended: Bool { input.contended }
+    var batchReserved: Bool { input.batchReserved }
+    var interactive: Bool { input.interactive }
+    var callIsPatient: Bool { input.callIsPatient }
+    var lastInteractiveAt: UInt64? { input.lastInteractiveAt }
 
     /// Replies owed (held or unsent): how many calls the client has in flight, about.
-    var owedReplies: Int { heldReplies + outputReplies }
+    var owedReplies: Int { output.heldReplies + output.replies }
     /// Bytes the client still has to receive.
-    var owedBytes: Int { heldBytes + outputBytes }
+    var owedBytes: Int { output.heldBytes + output.bytes }
 
-    private func backedUp(_ o: Output) -> Bool {
-        o.heldReplies + o.replies >= budget.maxOwedReplies || o.heldBytes + o.bytes >= budget.owedBytesHighWater
+    private var backedUp: Bool {
+        owedReplies >= budget.maxOwedReplies || owedBytes >= budget.owedBytesHighWater
     }
 
-    private func withinBudget(_ i: Input, peerGone: Bool) -> Bool {
+    private func withinBudget(peerGone: Bool) -> Bool {
         // A gone peer's last calls are not held back: it has no replies to make anyone wait for.
-        if i.contended && i.batchReserved && !peerGone { return false }
-        return i.contended ? i.callsThisPass < budget.callsPerPass && i.callsThisBatch < budget.callsPerBatch
-            : i.callsThisPass < budget.callsPerPassAlone && i.callsThisBatch < budget.callsPerBatchAlone
+        if input.contended && input.batchReserved && !peerGone { return false }
+        return input.contended
+            ? input.callsThisPass < budget.callsPerPass && input.callsThisBatch < budget.callsPerBatch
+            : input.callsThisPass < budget.callsPerPassAlone && input.callsThisBatch < budget.callsPerBatchAlone
     }
 
     /// Calls may be taken from the input now.
     var mayHandleCalls: Bool {
         switch state {
-        case .serving(let s), .inputClosed(let s):
-            return !s.stream.open && withinBudget(s.input, peerGone: false) && !backedUp(s.output)
-        case .peerGone(let input):
+        case .serving(let stream), .inputClosed(let stream):
+            return !stream.open && withinBudget(peerGone: false) && !backedUp
+        case .peerGone:
             // Replies of a gone peer are dropped, so it cannot back up.
-            return withinBudget(input, peerGone: true)
+            return withinBudget(peerGone: true)
         case .ending, .closed:
             return false
         }
@@ -770,9 +679,9 @@ extension ConnectionMachine {
     /// Bytes may be read now: only when nothing complete waits (so the input stays bounded).
     var mayRead: Bool {
         switch state {
-        case .serving(let s): return !s.input.hasCall && mayHandleCalls
+        case .serving: return !input.hasCall && mayHandleCalls
         // A gone peer's last bytes are read (without epoll) so that its calls take effect.
-        case .peerGone(let input): return !input.hasCall && withinBudget(input, peerGone: true)
+        case .peerGone: return !input.hasCall && withinBudget(peerGone: true)
         // A refused client's first call is awaited (and discarded) so that it reads the error.
         case .ending(let e): return refused && !e.refusalAnswered
         case .inputClosed, .closed: return false
@@ -784,22 +693,21 @@ extension ConnectionMachine {
     /// the client has read, with `mayProduce`.
     func mayQueueLiveOutput(_ bytes: Int) -> Bool {
         switch state {
-        case .serving(let s), .inputClosed(let s):
-            return s.stream.open && s.stream.deferredBytes == 0
-                && s.output.heldBytes + s.output.bytes + bytes <= budget.owedBytesHighWater
+        case .serving(let stream), .inputClosed(let stream):
+            return stream.open && stream.deferredBytes == 0 && owedBytes + bytes <= budget.owedBytesHighWater
         case .peerGone, .ending, .closed:
             return false
         }
     }
 
     /// More unread output, queued or deferred, than the client may have: a slow reader.
-    var exceedsOutputLimit: Bool { outputBytes + deferredBytes > budget.maxOutputBytes }
+    var exceedsOutputLimit: Bool { output.bytes + deferredBytes > budget.maxOutputBytes }
 
     /// A stream may produce more output now.
     var mayProduce: Bool {
         switch state {
-        case .serving(let s), .inputClosed(let s):
-            return s.stream.open && s.stream.hasMore && s.output.heldBytes + s.output.bytes < budget.owedBytesHighWater / 2
+        case .serving(let stream), .inputClosed(let stream):
+            return stream.open && stream.hasMore && owedBytes < budget.owedBytesHighWater / 2
         case .peerGone, .ending, .closed:
             return false
         }
@@ -807,10 +715,8 @@ extension ConnectionMachine {
 
     var interest: Interest {
         switch state {
-        case .serving(let s), .inputClosed(let s):
-            return Interest(read: mayRead, write: s.output.bytes > 0 && s.output.writeBlocked, registered: true)
-        case .ending(let e):
-            return Interest(read: mayRead, write: e.output.bytes > 0 && e.output.writeBlocked, registered: true)
+        case .serving, .inputClosed, .ending:
+            return Interest(read: mayRead, write: output.bytes > 0 && output.writeBlocked, registered: true)
         case .peerGone, .closed:
             return .none
         }
@@ -821,23 +727,23 @@ extension ConnectionMachine {
     /// those events, or it waits for ever: its input is read, so no readiness comes to wake it.
     var waitsForBudget: Bool {
         switch state {
-        case .serving(let s), .inputClosed(let s): return s.input.hasCall && !s.stream.open && !withinBudget(s.input, peerGone: false)
-        case .peerGone(let input): return input.hasCall && !withinBudget(input, peerGone: true)
+        case .serving(let stream), .inputClosed(let stream):
+            return input.hasCall && !stream.open && !withinBudget(peerGone: false)
+        case .peerGone: return input.hasCall && !withinBudget(peerGone: true)
         case .ending, .closed: return false
         }
     }
 
     /// This pass's budget is spent (a new pass gives a fresh one; the batch's may still be).
     var passBudgetSpent: Bool {
-        guard let i = input else { return false }
-        return i.callsThisPass >= (i.contended ? budget.callsPerPass : budget.callsPerPassAlone)
+        input.callsThisPass >= (input.contended ? budget.callsPerPass : budget.callsPerPassAlone)
     }
 
     /// The connection wants a turn in this pass.
     var needsService: Bool {
         if isFinished { return true }
-        if hasCall && mayHandleCalls { return true }
-        if mayRead && (maybeReadable || isPeerGone) { return true }
+        if input.hasCall && mayHandleCalls { return true }
+        if mayRead && (input.maybeReadable || isPeerGone) { return true }
         return mayProduce
     }
 
@@ -845,12 +751,12 @@ extension ConnectionMachine {
     var isFinished: Bool {
         switch state {
         case .serving: return false
-        case .inputClosed(let s):
-            return !s.input.hasCall && !s.stream.open && s.output.heldReplies == 0 && s.output.bytes == 0
-        case .peerGone(let input): return !input.hasCall && !input.maybeReadable
+        case .inputClosed(let stream):
+            return !input.hasCall && !stream.open && output.heldReplies == 0 && output.bytes == 0
+        case .peerGone: return !input.hasCall && !input.maybeReadable
         case .ending(let e):
-            if refused { return e.refusalAnswered && e.output.bytes == 0 }
-            return e.output.heldReplies == 0 && e.output.bytes == 0
+            if refused { return e.refusalAnswered && output.bytes == 0 }
+            return output.heldReplies == 0 && output.bytes == 0
         case .closed: return true
         }
     }
@@ -858,7 +764,7 @@ extension ConnectionMachine {
     /// Holding part of a message, or ending: the server must call `tick` for this one.
     var needsClock: Bool {
         switch state {
-        case .serving(let s): return s.input.partialBytes > 0
+        case .serving: return input.partialBytes > 0
         case .ending: return true
         case .inputClosed, .peerGone, .closed: return false
         }

@@ -44,7 +44,7 @@ final class VarlinkServer {
     static let acceptStarvation: UInt64 = 5_000
 
     /// Which connections get a turn, hear of new budgets, flush or tick (by slot).
-    var scheduler = PassScheduler()
+    private(set) var scheduler = PassScheduler()
     /// The connections by their scheduler slot.
     private(set) var bySlot: [ClientConnection?] = []
     /// Lists taken from the scheduler, their buffers kept between passes.
