@@ -332,8 +332,11 @@ final class VarlinkServer {
             }
             conn.appliedInterest = interest
         }
-        let follow = scheduler.afterStep(conn.slot, needsService: m.needsService, waitsForBudget: m.waitsForBudget,
-                                         passBudgetSpent: m.passBudgetSpent, needsClock: m.needsClock)
+        let needsService = m.needsService, waitsForBudget = m.waitsForBudget, needsClock = m.needsClock
+        // Most steps (a write that drained, a reply held) leave nothing for the scheduler.
+        guard needsService || waitsForBudget || needsClock else { return }
+        let follow = scheduler.afterStep(conn.slot, needsService: needsService, waitsForBudget: waitsForBudget,
+                                         passBudgetSpent: m.passBudgetSpent, needsClock: needsClock)
         if follow.contains(.requestPass) { requestPass?() }
         if follow.contains(.armClock) { armClock() }
     }
