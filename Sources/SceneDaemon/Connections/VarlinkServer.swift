@@ -532,11 +532,11 @@ extension VarlinkServer {
         // A handler may end its own connection; then its slot is no longer its.
         guard !conn.isClosed else { return }
         let t = now()
-        let previous = conn.machine.lastInteractiveAt
-        conn.machine.callHandled(opensStream: conn.stream != nil, oneway: call.oneway,
-                                 queuedBytes: conn.wire.bufferedInputCount, now: t)
-        scheduler.callHandled(conn.slot, interactive: conn.machine.interactive, previous: previous, at: t)
-        if conn.stream != nil { conn.machine.streamHasMore(conn.streamHasMore) }
+        let opensStream = conn.stream != nil
+        let verdict = conn.machine.callHandled(opensStream: opensStream, oneway: call.oneway,
+                                               queuedBytes: conn.wire.bufferedInputCount, now: t)
+        scheduler.callHandled(conn.slot, interactive: verdict.interactive, previous: verdict.previous, at: t)
+        if opensStream { conn.machine.streamHasMore(conn.streamHasMore) }
     }
 
     /// A call that waited (its app's process was starting) runs now, as if it had just been
