@@ -301,8 +301,11 @@ struct ConnectionMachine: Equatable, Sendable {
 
     /// A call was handled. Interactive: a client that waits for its replies — a few calls in
     /// flight at its recent calls, not only at this one, little queued behind them. A flooder
-    /// or a deep pipeliner always has much more.
-    mutating func callHandled(opensStream: Bool, oneway: Bool, queuedBytes: Int, now: UInt64) {
+    /// or a deep pipeliner always has much more. Returns that verdict, and when its previous
+    /// interactive call was (how long it competes follows its gaps between calls).
+    @discardableResult
+    mutating func callHandled(opensStream: Bool, oneway: Bool, queuedBytes: Int, now: UInt64)
+        -> (interactive: Bool, previous: UInt64?) {
         switch state {
         case .serving(var stream):
             if opensStream {
@@ -319,9 +322,11 @@ struct ConnectionMachine: Equatable, Sendable {
         case .ending, .closed:
             // Its handler ended it: it takes no more calls, so it competes with nobody.
             input.interactive = false
-            return
+            return (false, nil)
         }
+        let previous = input.lastInteractiveAt
         input.callHandled(owed: output.heldReplies + output.replies, oneway: oneway, queuedBytes: queuedBytes, now: now)
+        return (input.interactive, previous)
     }
 
     /// The call about to be handled starts out impatient; its handler may say otherwise.

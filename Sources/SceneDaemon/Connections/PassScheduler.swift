@@ -54,9 +54,12 @@ struct PassScheduler: Sendable {
     private var dirty: [Int] = []
     private var timed: [Int] = []
 
-    /// When a client with few calls in flight last made one: such a client waits for each
-    /// reply, so between its calls it is not in any batch, yet still competes.
-    private(set) var lastInteractiveCall: (time: UInt64, connection: Int)?
+    /// When a client with few calls in flight last made one, and which (-1: it has gone):
+    /// such a client waits for each reply, so between its calls it is not in any batch, yet
+    /// still competes. Plain fields, not an optional tuple: this is read at every pass.
+    private var interactiveCallSeen = false
+    private(set) var lastInteractiveTime: UInt64 = 0
+    private(set) var lastInteractiveConnection = -1
     /// An interactive client's call is in the batch being gathered.
     private(set) var interactiveInBatch = false
     private(set) var interactiveMemory: UInt64 = PassScheduler.shortestInteractiveMemory
@@ -68,7 +71,7 @@ struct PassScheduler: Sendable {
     var hasDirty: Bool { !dirty.isEmpty }
 
     func interactiveRecently(now: UInt64) -> Bool {
-        lastInteractiveCall.map { now &- $0.time < interactiveMemory } ?? false
+        interactiveCallSeen && now &- lastInteractiveTime < interactiveMemory
     }
 
     // MARK: - Connections
@@ -88,7 +91,7 @@ struct PassScheduler: Sendable {
         if m.contains(.inBatch) { members.removeAll { $0 == c } }
         if m.contains(.dirty) { dirty.removeAll { $0 == c } }
         if m.contains(.onClock) { timed.removeAll { $0 == c } }
-        if lastInteractiveCall?.connection == c { lastInteractiveCall?.connection = -1 }
+        if lastInteractiveConnection == c { lastInteractiveConnection = -1 }
         marks[c] = []
         freeSlots.append(c)
     }
@@ -149,7 +152,9 @@ struct PassScheduler: Sendable {
         if interactive {
             marks[c].insert(.interactive)
             interactiveMemory = Self.interactiveMemory(afterGap: previous.map { time &- $0 })
-            lastInteractiveCall = (time, c)
+            interactiveCallSeen = true
+            lastInteractiveTime = time
+            lastInteractiveConnection = c
             interactiveInBatch = true
         } else {
             marks[c].remove(.interactive)
@@ -183,7 +188,7 @@ struct PassScheduler: Sendable {
             list.removeAll { !marks[$0].contains(.interactive) }
             list.append(contentsOf: bulk)
         }
-        return interactiveRecently(now: now) ? lastInteractiveCall?.connection : nil
+        return interactiveRecently(now: now) ? lastInteractiveConnection : nil
     }
 
     /// `c`'s turn: whether it is contended (an interactive client other than itself competes,
@@ -238,8 +243,8 @@ struct PassScheduler: Sendable {
 
     /// When contention ends if no interactive call comes: held members must not outlive it.
     var contentionDeadline: UInt64? {
-        guard !members.isEmpty, let last = lastInteractiveCall else { return nil }
-        return last.time &+ interactiveMemory
+        guard !members.isEmpty, interactiveCallSeen else { return nil }
+        return lastInteractiveTime &+ interactiveMemory
     }
 
     private mutating func release(holdingContended: Bool, into list: inout [Int]) {

@@ -375,11 +375,14 @@ final class VarlinkServer {
             }
             conn.appliedInterest = interest
         }
-        let follow = scheduler.afterStep(conn.slot, needsService: m.needsService, waitsForBudget: m.waitsForBudget,
-                                         passBudgetSpent: m.passBudgetSpent, needsClock: m.needsClock)
+        monitors.sync(conn)
+        let needsService = m.needsService, waitsForBudget = m.waitsForBudget, needsClock = m.needsClock
+        // Most steps (a write that drained, a reply held) leave nothing for the scheduler.
+        guard needsService || waitsForBudget || needsClock else { return }
+        let follow = scheduler.afterStep(conn.slot, needsService: needsService, waitsForBudget: waitsForBudget,
+                                         passBudgetSpent: m.passBudgetSpent, needsClock: needsClock)
         if follow.contains(.requestPass) { passRequested = true }
         if follow.contains(.armClock) { armClock() }
-        monitors.sync(conn)
     }
 
     private func markDirty(_ conn: ClientConnection) {
@@ -578,11 +581,11 @@ extension VarlinkServer {
         // A handler may end its own connection; then its slot is no longer its.
         guard !conn.isClosed else { return }
         let t = now()
-        let previous = conn.machine.lastInteractiveAt
-        conn.machine.callHandled(opensStream: conn.stream != nil, oneway: call.oneway,
-                                 queuedBytes: conn.wire.bufferedInputCount, now: t)
-        scheduler.callHandled(conn.slot, interactive: conn.machine.interactive, previous: previous, at: t)
-        if conn.stream != nil { conn.machine.streamHasMore(conn.streamHasMore) }
+        let opensStream = conn.stream != nil
+        let verdict = conn.machine.callHandled(opensStream: opensStream, oneway: call.oneway,
+                                               queuedBytes: conn.wire.bufferedInputCount, now: t)
+        scheduler.callHandled(conn.slot, interactive: verdict.interactive, previous: verdict.previous, at: t)
+        if opensStream { conn.machine.streamHasMore(conn.streamHasMore) }
     }
 
     /// A call that waited (its app's process was starting) runs now, as if it had just been
