@@ -35,7 +35,7 @@ let package = Package(
         // The project's one lock (a pthread mutex: ThreadSanitizer sees it, not Synchronization.Mutex).
         .target(name: "Locking"),
         // SQLite persistence.
-        .target(name: "SceneStore", dependencies: ["SceneCore", "CSQLite"]),
+        .target(name: "SceneStore", dependencies: ["SceneCore", "CSQLite", "SystemdKit"]),
         // scenectl's logic, as a library so that it can be unit-tested.
         .target(name: "SceneControl", dependencies: ["Varlink", "SystemdKit", "SceneCore", "SceneReplay", "SceneInterface", "Locking"]),
         // Service wiring.

@@ -1,4 +1,5 @@
 import Glibc
+import SystemdKit
 
 /// Hands a value that is not Sendable to exactly one other thread, which alone uses it after.
 struct UncheckedBox<Value>: @unchecked Sendable {
@@ -8,20 +9,8 @@ struct UncheckedBox<Value>: @unchecked Sendable {
 
 /// Runs `body` on a new detached thread.
 func startThread(_ body: @escaping @Sendable () -> Void) throws {
-    final class Start: Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    switch OSThread.start(body) {
+    case .success(let thread): pthread_detach(thread)
+    case .failure(let error): throw ControlError(.failure, "cannot start a thread: \(String(cString: strerror(error.code)))")
     }
-    var thread = pthread_t()
-    let start = Unmanaged.passRetained(Start(body)).toOpaque()
-    let rc = pthread_create(&thread, nil, { argument in
-        let start = Unmanaged<Start>.fromOpaque(argument!).takeRetainedValue()
-        start.body()
-        return nil
-    }, start)
-    guard rc == 0 else {
-        Unmanaged<Start>.fromOpaque(start).release()
-        throw ControlError(.failure, "cannot start a thread: \(String(cString: strerror(rc)))")
-    }
-    pthread_detach(thread)
 }

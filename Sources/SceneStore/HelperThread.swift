@@ -1,4 +1,5 @@
 import Glibc
+import SystemdKit
 
 /// Runs one piece of work on a thread of its own while the caller does another; `join()` waits
 /// for it and hands back its result (the parallel load of the sessions table).
@@ -11,18 +12,10 @@ final class HelperThread<Value: Sendable>: @unchecked Sendable {
     /// The work runs on a new thread, or here and now when no thread can be made (it is then
     /// done by the time `join()` is called, as it would be otherwise).
     init(_ body: @escaping @Sendable () -> Value) {
-        let start = Start { [unowned(unsafe) self] in self.value = body() }
-        let context = Unmanaged.passRetained(start).toOpaque()
-        var made = pthread_t()
-        let rc = pthread_create(&made, nil, { context in
-            Unmanaged<Start>.fromOpaque(context!).takeRetainedValue().run()
-            return nil
-        }, context)
-        if rc == 0 {
-            thread = made
-        } else {
-            Unmanaged<Start>.fromOpaque(context).release()
-            value = body()
+        // The thread holds this object until its work is done; `join` waits for that.
+        switch OSThread.start({ self.value = body() }) {
+        case .success(let made): thread = made
+        case .failure: value = body()
         }
     }
 
@@ -38,12 +31,6 @@ final class HelperThread<Value: Sendable>: @unchecked Sendable {
         // Never left running: the work may point into memory its caller owns.
         if let thread { pthread_join(thread, nil) }
     }
-}
-
-/// A C thread's start routine cannot capture a generic context: the work goes through this.
-private final class Start: Sendable {
-    let run: @Sendable () -> Void
-    init(_ run: @escaping @Sendable () -> Void) { self.run = run }
 }
 
 /// A pointer handed to the helper thread, which alone writes through it until joined.

@@ -1,5 +1,6 @@
 import Glibc
 import Locking
+import SystemdKit
 
 /// A value shared between the bench's main thread and a client thread.
 final class Shared<Value: Sendable>: Sendable {
@@ -17,24 +18,12 @@ final class BenchThread: Sendable {
     let finished = Shared(false)
     private let id: Shared<pthread_t?> = Shared(nil)
 
-    private final class Body: Sendable {
-        let run: @Sendable () -> Void
-        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
-    }
-
     init(_ body: @escaping @Sendable (BenchThread) -> Void) {
         // The thread keeps the object alive until it ends.
-        let body = Body {
+        guard case .success(let thread) = OSThread.start({
             body(self)
             self.finished.set(true)
-        }
-        let context = Unmanaged.passRetained(body).toOpaque()
-        var thread = pthread_t()
-        let result = pthread_create(&thread, nil, { context in
-            Unmanaged<Body>.fromOpaque(context!).takeRetainedValue().run()
-            return nil
-        }, context)
-        precondition(result == 0, "pthread_create failed")
+        }) else { preconditionFailure("pthread_create failed") }
         id.set(thread)
     }
 
