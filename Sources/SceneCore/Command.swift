@@ -26,8 +26,13 @@ public enum Command: Sendable, Equatable {
     case endTask(TaskToken)
     /// didReceiveMemoryWarning to every running, not suspended app (R25), or to the apps listed.
     case memoryWarning(apps: [AppID]?, cause: EventCause = .request)
-    /// Suspend an idle app before its suspension delay runs out (reclaim).
+    /// Suspend an idle app before its suspension delay runs out (reclaim), or every app before
+    /// the machine sleeps (cause `sleep`: background tasks do not keep it running, R31).
     case suspend(AppID, cause: EventCause)
+    /// Run a suspended app again (after sleep, R31), with no callback.
+    case resume(AppID, cause: EventCause)
+    /// The holds in force now (interruptions, locks, sleep, a stop: R28–R32).
+    case setHolds(HoldPolicy)
 }
 
 public struct ConnectRequest: Sendable, Equatable {

@@ -50,6 +50,9 @@ extension ConformanceChecker {
         /// The last didEnterBackground delivered to this process: it has the suspension delay to
         /// handle it before it may be suspended (§2.2).
         var lastEnteredBackground: Timestamp?
+        /// The system holds the app's scenes down (R28–R31): told by `noteHolds`, else inferred
+        /// from the events (a scene moved down by a system cause, until one comes back by one).
+        var held = false
     }
 
     struct SessionModel: Sendable {
@@ -66,6 +69,14 @@ extension ConformanceChecker {
 
     struct SavedRestoration: Sendable {
         var data: RestorationData?
+    }
+
+    /// The causes of the system's holds (R28–R32).
+    static func isSystemHold(_ cause: EventCause) -> Bool {
+        switch cause {
+        case .interruption, .lock, .session, .idle, .sleep, .shutdown: true
+        default: false
+        }
     }
 
     static func stateAfter(_ name: EventName) -> SceneActivationState {

@@ -55,6 +55,7 @@ public struct ConformanceChecker: Sendable {
     var discarded: Set<SessionID> = []
     var highestDiscarded: SessionID?
     var saved: [SessionID: SavedRestoration] = [:]
+    var knownHolds: HoldPolicy?
 
     /// A checker for a fresh world (nothing launched, no session), or for one that starts from a
     /// stored engine state (a daemon restart, a Monitor subscription opened late).
@@ -86,6 +87,14 @@ public struct ConformanceChecker: Sendable {
         }
     }
 
+    /// Tells the checker which holds are in force from now on (R28, R29): then a
+    /// didBecomeActive of a held app is a violation, and a willEnterForeground that stops at
+    /// foregroundInactive is not. Without it, holds are inferred from the events' causes.
+    public mutating func noteHolds(_ policy: HoldPolicy) {
+        knownHolds = policy
+        for id in apps.keys { apps[id]!.held = policy.hold(for: id).level != .none }
+    }
+
     /// Tells the checker what a session last saved, so that its reconnection can be held to R11.
     public mutating func noteRestorationSaved(_ data: RestorationData?, for session: SessionID) {
         saved[session] = SavedRestoration(data: data)
@@ -112,7 +121,7 @@ public struct ConformanceChecker: Sendable {
         var found = Findings(event: e)
         eventsChecked += 1
         checkStream(e, &found)
-        var app = apps[e.app] ?? AppModel()
+        var app = apps[e.app] ?? newApp(e.app)
         checkChain(e, app.expect, &found)
         app.expect = .none
         checkProcessRuns(e, app.process, &found)
@@ -123,6 +132,12 @@ public struct ConformanceChecker: Sendable {
         apps[e.app] = app
         violations += found.list
         return found.list
+    }
+
+    private func newApp(_ id: AppID) -> AppModel {
+        var app = AppModel()
+        app.held = knownHolds.map { $0.hold(for: id).level != .none } ?? false
+        return app
     }
 
     /// The violations found in one event, each tagged with it.
@@ -335,14 +350,18 @@ public struct ConformanceChecker: Sendable {
         switch e.name {
         case .willEnterForeground:
             if before.isForeground { found.flag(.R7, "willEnterForeground for a scene already in the foreground (\(before))") }
-            app.expect = .becomeActive(id)
+            // A held app's scene stops at foregroundInactive (R29).
+            // A scene a hold moved may return to foregroundInactive, where it was.
+            if !app.held && !Self.isSystemHold(e.cause) { app.expect = .becomeActive(id) }
         case .didBecomeActive:
+            checkHeldActivation(e, &app, &found)
             if before == .foregroundActive { found.flag(.R7, "didBecomeActive twice without willResignActive") }
             if before == .background || before == .unattached {
                 found.flag(.R4, "didBecomeActive from \(before) without willEnterForeground")
             }
         case .willResignActive:
             if before != .foregroundActive { found.flag(.R7, "willResignActive for a scene that is \(before)") }
+            if knownHolds == nil && Self.isSystemHold(e.cause) { app.held = true }
         case .didEnterBackground:
             app.lastEnteredBackground = e.time
             if before == .foregroundActive { found.flag(.R3, "didEnterBackground straight from foregroundActive") }
@@ -360,6 +379,16 @@ public struct ConformanceChecker: Sendable {
             if case .timer = e.cause { found.flag(.R9, "a timer disconnected scene \(id) (D1: disconnect is a decision)") }
         default:
             break
+        }
+    }
+
+    /// No scene of a held app becomes active (R28, R29); without told holds, a return by a
+    /// system cause ends the inferred hold.
+    private func checkHeldActivation(_ e: LifecycleEvent, _ app: inout AppModel, _ found: inout Findings) {
+        if knownHolds != nil {
+            if app.held { found.flag(.R28, "didBecomeActive while the system holds the app's scenes down") }
+        } else if Self.isSystemHold(e.cause) {
+            app.held = false
         }
     }
 
@@ -394,6 +423,7 @@ public struct ConformanceChecker: Sendable {
     /// willTerminate: at most once per process life (R22), followed by its death.
     private func willTerminate(_ e: LifecycleEvent, _ app: inout AppModel, _ found: inout Findings) -> EventState {
         if app.willTerminateSent { found.flag(.R22, "willTerminate twice in one process life") }
+        if hasForegroundScene(app) { found.flag(.R33, "willTerminate before the foreground scenes went to the background") }
         app.willTerminateSent = true
         app.expect = .terminated
         return .process(.running)
@@ -468,7 +498,8 @@ public struct ConformanceChecker: Sendable {
         case .exited, .hung:
             // A crash or a kill for a missed deadline: no callback at all (R23, §4.3).
             if app.willTerminateSent { found.flag(.R22, "willTerminate before the process \(reason)") }
-        case .requested, .memoryPressure:
+        case .requested, .memoryPressure, .shutdown:
+            if reason == .shutdown && e.cause != .shutdown { found.flag(.R32, "a shutdown termination with cause \(e.cause.name)") }
             if options.strict && app.process == .running && !app.willTerminateSent {
                 found.flag(.R22, "a running process was terminated without willTerminate")
             }

@@ -76,7 +76,9 @@ extension LifecycleEngine {
         }
         guard app.process == .running else { throw refuse("only a running app can be suspended") }
         guard !app.hasForegroundScene else { throw refuse("the app has a scene in the foreground") }
-        guard app.tasks.isEmpty else { throw refuse("the app holds a background task") }
+        if cause != .sleep {
+            guard app.tasks.isEmpty else { throw refuse("the app holds a background task") }
+        }
         suspend(slot, cause: cause, effects: &effects)
     }
 
@@ -95,6 +97,7 @@ extension LifecycleEngine {
         let reason: TerminationReason
         switch cause {
         case .reclaim: reason = .memoryPressure
+        case .shutdown: reason = .shutdown
         default: reason = .requested
         }
         endProcess(slot, reason: reason, cause: cause, effects: &effects)
@@ -118,6 +121,8 @@ extension LifecycleEngine {
     /// sessions reconnect at the next launch without configurationForConnecting (R26).
     mutating func endProcess(_ slot: Int, reason: TerminationReason, cause: EventCause, effects: inout [Effect]) {
         if apps.records[slot].process == .running && reason.deliversWillTerminate {
+            // R32, R33: what the foreground scenes hold is saved before the app is told.
+            sendForegroundScenesToBackground(slot, cause: cause, effects: &effects)
             emit(.willTerminate, app: slot, state: .process(.running), cause: cause, effects: &effects)
         }
         var archived: [SessionID] = []

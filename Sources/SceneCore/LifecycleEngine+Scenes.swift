@@ -58,7 +58,7 @@ extension LifecycleEngine {
             enterBackgroundFromUnattached(id, cause: .request, effects: &effects)
         } else {
             enterForeground(id, cause: .request, effects: &effects)
-            becomeActive(id, cause: .request, effects: &effects)
+            becomeActiveUnlessHeld(id, slot, cause: .request, effects: &effects)
         }
         refreshActivity(slot, effects: &effects)
         effects.append(.sessionChanged(id))
@@ -80,11 +80,11 @@ extension LifecycleEngine {
                 return
             case .foregroundInactive:
                 // R4: back from an interruption: didBecomeActive only.
-                becomeActive(id, cause: .request, effects: &effects)
+                becomeActiveUnlessHeld(id, slot, cause: .request, effects: &effects)
             case .background, .unattached:
                 ensureRunning(slot, cause: .request, effects: &effects)
                 enterForeground(id, cause: .request, effects: &effects)
-                becomeActive(id, cause: .request, effects: &effects)
+                becomeActiveUnlessHeld(id, slot, cause: .request, effects: &effects)
             }
         }
         refreshActivity(slot, effects: &effects)
@@ -106,7 +106,7 @@ extension LifecycleEngine {
         emit(.willConnectTo, app: slot, session: id, sceneInstance: instance, state: .scene(.unattached),
              cause: .request, detail: .connect(restoration: restoration, reconnect: true), effects: &effects)
         enterForeground(id, cause: .request, effects: &effects)
-        becomeActive(id, cause: .request, effects: &effects)
+        becomeActiveUnlessHeld(id, slot, cause: .request, effects: &effects)
     }
 
     mutating func deactivate(_ id: SessionID, effects: inout [Effect]) throws(LifecycleError) {
@@ -116,6 +116,8 @@ extension LifecycleEngine {
         }
         switch session.sceneState {
         case .foregroundInactive:
+            // Held down by the system, it now stays inactive when the hold ends.
+            forgetHeld(id)
             return
         case .foregroundActive:
             resignActive(id, cause: .request, effects: &effects)
@@ -132,6 +134,8 @@ extension LifecycleEngine {
         guard session.condition == .live else {
             throw refusal("background", id, session, "the session has no connected scene; activate it to reconnect")
         }
+        // Sent to the background on purpose: a hold that ends does not bring it back.
+        forgetHeld(id)
         switch session.sceneState {
         case .background, .unattached:
             return

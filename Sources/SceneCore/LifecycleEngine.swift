@@ -31,6 +31,12 @@ public struct LifecycleEngine: Sendable {
     /// plus each connected scene's footprint; what simulated pressure measures. Kept as it
     /// changes, so that reading it costs nothing.
     public internal(set) var residentBytes: UInt64 = 0
+    /// The holds in force (R28–R32) and, for each scene a hold keeps down, the state it returns
+    /// to when the hold ends. Not stored: at start-up the shell reads the system's state anew.
+    public internal(set) var holds = HoldPolicy()
+    public internal(set) var heldScenes: [SessionID: SceneActivationState] = [:]
+    /// `holds.holdsAny`, kept: asked at every activation.
+    var holding = false
     /// Configuration names are few and repeated; sharing their storage keeps sessions small.
     var internedNames: [String: String] = [:]
     /// Likewise sessions' plain details (a configuration, no userInfo or restoration), by name.
@@ -257,6 +263,12 @@ public struct LifecycleEngine: Sendable {
         case .suspend(let app, let cause):
             try suspendEarly(app, cause: cause, effects: &effects)
             return .done
+        case .resume(let app, let cause):
+            try resume(app, cause: cause, effects: &effects)
+            return .done
+        case .setHolds(let policy):
+            setHolds(policy, effects: &effects)
+            return .done
         }
     }
 
@@ -309,7 +321,10 @@ public struct LifecycleEngine: Sendable {
         adjustCount(slot, state: new, by: 1)
         // A scene holds memory while attached (its footprint counts from connection to release).
         if old == .unattached { residentBytes &+= footprint }
-        if new == .unattached { residentBytes &-= footprint }
+        if new == .unattached {
+            residentBytes &-= footprint
+            forgetHeld(id)
+        }
         return slot
     }
 

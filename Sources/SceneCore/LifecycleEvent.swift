@@ -88,6 +88,16 @@ public enum EventCause: Sendable, Equatable {
     case cap(String)
     /// The daemon restored its state at start-up.
     case restore
+    /// A stop of scened or of the machine (R32).
+    case shutdown
+    /// A shell holds an interruption: a call, the app switcher (R28).
+    case interruption
+    /// The login sessions the app follows are locked (R29), inactive (R30) or idle.
+    case lock
+    case session
+    case idle
+    /// The machine is about to sleep, or has resumed (R31).
+    case sleep
 
     /// The name as static bytes (no String is built: replies and logs use it on hot paths).
     public var staticName: StaticString {
@@ -97,6 +107,12 @@ public enum EventCause: Sendable, Equatable {
         case .reclaim: "reclaim"
         case .cap: "cap"
         case .restore: "restore"
+        case .shutdown: "shutdown"
+        case .interruption: "interruption"
+        case .lock: "lock"
+        case .session: "session"
+        case .idle: "idle"
+        case .sleep: "sleep"
         }
     }
     public var name: String { staticName.description }
@@ -148,6 +164,8 @@ public enum TerminationReason: UInt8, Sendable, CaseIterable, CustomStringConver
     /// The app's process did not answer a bounded callback in time (R23): killed, no
     /// willTerminate.
     case hung
+    /// scened or the machine stopped and scened ended the process it had started (R32).
+    case shutdown
 
     /// The name as static bytes (no String is built: replies and logs use it on hot paths).
     public var staticName: StaticString {
@@ -157,13 +175,14 @@ public enum TerminationReason: UInt8, Sendable, CaseIterable, CustomStringConver
         case .memoryPressure: "memoryPressure"
         case .exited: "exited"
         case .hung: "hung"
+        case .shutdown: "shutdown"
         }
     }
     public var name: String { staticName.description }
     public var description: String { name }
 
     /// Only a termination the system carries out itself tells the app first (R22).
-    public var deliversWillTerminate: Bool { self == .requested || self == .memoryPressure }
+    public var deliversWillTerminate: Bool { self == .requested || self == .memoryPressure || self == .shutdown }
 }
 
 /// One delivered callback or state change.

@@ -13,6 +13,12 @@ enum RowCoding {
         case .reclaim: 2
         case .cap: 3
         case .restore: 4
+        case .shutdown: 5
+        case .interruption: 6
+        case .lock: 7
+        case .session: 8
+        case .idle: 9
+        case .sleep: 10
         }
     }
 
@@ -36,7 +42,7 @@ enum RowCoding {
         case .none:
             switch cause {
             case .reclaim, .cap: w.byte(detailNone)
-            case .request, .timer, .restore: return nil
+            case .request, .timer, .restore, .shutdown, .interruption, .lock, .session, .idle, .sleep: return nil
             }
         case .connect(let restoration, let reconnect):
             w.byte(detailConnect)
@@ -68,7 +74,7 @@ enum RowCoding {
             w.string(note.reason)
         case .cap(let name):
             w.string(name)
-        case .request, .timer, .restore:
+        case .request, .timer, .restore, .shutdown, .interruption, .lock, .session, .idle, .sleep:
             break
         }
         return w.bytes
@@ -129,6 +135,12 @@ enum RowCoding {
                                          score: score, reason: try r.string()))
         case 3: cause = .cap(try r.string())
         case 4: cause = .restore
+        case 5: cause = .shutdown
+        case 6: cause = .interruption
+        case 7: cause = .lock
+        case 8: cause = .session
+        case 9: cause = .idle
+        case 10: cause = .sleep
         default: throw .init()
         }
         guard r.isAtEnd else { throw .init() }

@@ -104,6 +104,7 @@ enum StorageCodes {
         case .memoryPressure: 2
         case .exited: 3
         case .hung: 4
+        case .shutdown: 5
         }
     }
 
@@ -114,6 +115,7 @@ enum StorageCodes {
         case 2: .memoryPressure
         case 3: .exited
         case 4: .hung
+        case 5: .shutdown
         default: nil
         }
     }

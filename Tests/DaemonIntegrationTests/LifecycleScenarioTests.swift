@@ -22,7 +22,10 @@ struct LifecycleScenarioTests {
         #expect(try sc.app(mail.app)["state"]?.stringValue == "active")
 
         // The process dies; the session stays, archived.
-        try sc.step("terminate", [mail.willTerminate, mail.terminated]) { try $0.terminate(mail.app) }
+        // R33: the foreground scene goes through the background chain before willTerminate.
+        try sc.step("terminate", [mail.willResignActive("s1"), mail.didEnterBackground("s1"), mail.willTerminate, mail.terminated]) {
+            try $0.terminate(mail.app)
+        }
         #expect(try sc.session("s1")["condition"]?.stringValue == "archived")
 
         // (b) no configurationForConnecting: the remembered session reconnects.
@@ -146,8 +149,9 @@ struct LifecycleScenarioTests {
         try sc.step("first scene", [mail.didFinishLaunching] + mail.newSceneToForeground("s1")) { try $0.connect(mail.app) }
         try sc.step("second scene", mail.newSceneToForeground("s2")) { try $0.connect(mail.app) }
         try sc.step("third scene", mail.newSceneToForeground("s3")) { try $0.connect(mail.app) }
-        let terminated = try sc.step("process ends", [mail.willTerminate, mail.terminated]) { try $0.terminate(mail.app) }
-        #expect(terminated["events"]?[1]?["sessions"] == ["s1", "s2", "s3"], "terminated archives exactly the connected scenes")
+        let chain = ["s1", "s2", "s3"].flatMap { [mail.willResignActive($0), mail.didEnterBackground($0)] }
+        let terminated = try sc.step("process ends", chain + [mail.willTerminate, mail.terminated]) { try $0.terminate(mail.app) }
+        #expect(terminated["events"]?[7]?["sessions"] == ["s1", "s2", "s3"], "terminated archives exactly the connected scenes")
 
         // Nothing can be told to a process that does not run.
         try sc.step("discard s1 (not running)", []) { try $0.discard("s1") }
@@ -227,9 +231,12 @@ struct LifecycleScenarioTests {
         }
         try sc.waitFor("maps suspended", [maps.suspended])
 
-        let running = try sc.step("2.10 terminate running mail", [mail.willTerminate, mail.terminated]) { try $0.terminate(mail.app) }
-        #expect(running["events"]?[1]?["reason"]?.stringValue == "requested")
-        #expect(running["events"]?[1]?["sessions"] == ["s1"])
+        let running = try sc.step("2.10 terminate running mail",
+                                  [mail.willResignActive("s1"), mail.didEnterBackground("s1"), mail.willTerminate, mail.terminated]) {
+            try $0.terminate(mail.app)
+        }
+        #expect(running["events"]?[3]?["reason"]?.stringValue == "requested")
+        #expect(running["events"]?[3]?["sessions"] == ["s1"])
         let suspended = try sc.step("2.10 terminate suspended maps: no willTerminate", [maps.terminated]) { try $0.terminate(maps.app) }
         #expect(suspended["events"]?[0]?["sessions"] == ["s2"])
         #expect(try sc.session("s1")["condition"]?.stringValue == "archived")

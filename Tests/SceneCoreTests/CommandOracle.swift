@@ -80,6 +80,12 @@ enum CommandOracle {
             }
         }
         func resumeIfSuspended(_ app: AppID) -> [P] { e.apps[app]?.process == .suspended ? [P(.resumed)] : [] }
+        /// R28, R29: a held app's scene stops at foregroundInactive.
+        func active(_ app: AppID, _ id: SessionID) -> [P] { e.holds.hold(for: app).level == .none ? [P(.didBecomeActive, id)] : [] }
+        /// R32, R33: the foreground scenes go to the background before willTerminate.
+        func foregroundDown(_ app: AppID) -> [P] {
+            e.sessions.values.filter { $0.app == app && $0.condition == .live }.sorted { $0.id < $1.id }.flatMap(down)
+        }
         func isReclaim(_ c: EventCause) -> Bool { if case .reclaim = c { true } else { false } }
 
         switch command {
@@ -94,7 +100,7 @@ enum CommandOracle {
             guard let a = e.apps[app] else { return .refused(.exactly(.noSuchApp(app))) }
             if a.process == .notRunning { return .refused(.invalidTransition) }
             if isReclaim(cause) && a.hasForegroundScene { return .refused(.invalidTransition) }
-            return .events((a.process == .running ? [P(.willTerminate)] : []) + [P(.terminated)])
+            return .events((a.process == .running ? foregroundDown(app) + [P(.willTerminate)] : []) + [P(.terminated)])
 
         case .processDied(let app, _):
             // A crash or a hung process: no callback at all, not even willTerminate.
@@ -107,7 +113,7 @@ enum CommandOracle {
             if n == 0 || n > 255 || request.footprint > 1 << 40 { return .refused(.invalidArgument) }
             let id = SessionID(e.nextSessionNumber)
             let tail = request.background ? [P(.didEnterBackground, id)]
-                                          : [P(.willEnterForeground, id), P(.didBecomeActive, id)]
+                                          : [P(.willEnterForeground, id)] + active(request.app, id)
             return .events(bringUp(request.app) + [P(.configurationForConnecting, id), P(.willConnectTo, id)] + tail)
 
         case .activate(let id):
@@ -115,13 +121,13 @@ enum CommandOracle {
             case .failure(let err): return .refused(.exactly(err))
             case .success(let s):
                 if s.condition == .archived {
-                    return .events(bringUp(s.app) + [P(.willConnectTo, id), P(.willEnterForeground, id), P(.didBecomeActive, id)])
+                    return .events(bringUp(s.app) + [P(.willConnectTo, id), P(.willEnterForeground, id)] + active(s.app, id))
                 }
                 switch s.sceneState {
                 case .foregroundActive: return .events([])
-                case .foregroundInactive: return .events([P(.didBecomeActive, id)])
+                case .foregroundInactive: return .events(active(s.app, id))
                 case .background, .unattached:
-                    return .events(resumeIfSuspended(s.app) + [P(.willEnterForeground, id), P(.didBecomeActive, id)])
+                    return .events(resumeIfSuspended(s.app) + [P(.willEnterForeground, id)] + active(s.app, id))
                 }
             }
 
@@ -201,10 +207,19 @@ enum CommandOracle {
             let ids = targets.map { Array(Set($0)) } ?? Array(e.apps.keys)
             return .events(ids.sorted().filter { e.apps[$0]?.process == .running }.map { _ in P(.didReceiveMemoryWarning) })
 
-        case .suspend(let app, _):
+        case .suspend(let app, let cause):
             guard let a = e.apps[app] else { return .refused(.exactly(.noSuchApp(app))) }
-            if a.process != .running || a.hasForegroundScene || !a.tasks.isEmpty { return .refused(.invalidTransition) }
+            // Before sleep (R31) background tasks do not keep an app running.
+            let tasksHold = cause != .sleep && !a.tasks.isEmpty
+            if a.process != .running || a.hasForegroundScene || tasksHold { return .refused(.invalidTransition) }
             return .events([P(.suspended)])
+
+        case .resume(let app, _):
+            guard let a = e.apps[app] else { return .refused(.exactly(.noSuchApp(app))) }
+            return a.process == .suspended ? .events([P(.resumed)]) : .refused(.invalidTransition)
+
+        case .setHolds(let policy):
+            return .events(HoldOracle.predict(policy, in: e))
         }
     }
 

@@ -97,6 +97,7 @@ struct Harness {
         let new = events(effects)
         log += new
         if case .saveState(let id, let data) = command, failure == nil { checker.noteRestorationSaved(data, for: id) }
+        if case .setHolds(let policy) = command, failure == nil { checker.noteHolds(policy) }
         let violations = checker.check(new) + checker.disagreements(with: engine)
             + ConformanceChecker.consistencyViolations(of: engine)
         #expect(violations.isEmpty, "\(command): \(violations)", sourceLocation: sourceLocation)

@@ -140,6 +140,7 @@ struct RandomRun {
         if let e = ownEvents.first(where: { $0.time != engine.clock }) { return "\(e) stamped \(e.time), clock \(engine.clock)" }
         if engine.clock != max(before.clock, now) { return "clock \(engine.clock) after a command at \(now) (was \(before.clock))" }
 
+        if case .setHolds(let policy) = command, failure == nil { checker.noteHolds(policy) }
         let violations = checker.check(events(effects)) + checker.disagreements(with: engine)
             + ConformanceChecker.consistencyViolations(of: engine)
         if !violations.isEmpty { return "violations: \(violations)" }
@@ -193,11 +194,14 @@ struct RandomRun {
         switch command {
         case .connect(let r):
             let id = SessionID(before.nextSessionNumber)
-            let want: SceneActivationState = r.background ? .background : .foregroundActive
+            let held = before.holds.hold(for: r.app).level != .none
+            let want: SceneActivationState = r.background ? .background : held ? .foregroundInactive : .foregroundActive
             guard let s = after.sessions[id], s.condition == .live, s.sceneState == want, s.app == r.app,
                   s.userInfo == r.userInfo, s.footprint == r.footprint, s.sceneInstance == 1 else { return "connect left \(scene(id))" }
         case .activate(let id):
-            guard let s = after.sessions[id], s.condition == .live, s.sceneState == .foregroundActive else { return "activate left \(scene(id))" }
+            let held = after.sessions[id].map { after.holds.hold(for: $0.app).level != .none } ?? false
+            guard let s = after.sessions[id], s.condition == .live,
+                  s.sceneState == (held ? .foregroundInactive : .foregroundActive) else { return "activate left \(scene(id))" }
             if let old = before.sessions[id], old.condition == .archived, s.sceneInstance != old.sceneInstance + 1 {
                 return "reconnection did not make a new scene instance"
             }
@@ -254,6 +258,9 @@ struct CommandGenerator {
     var now: Timestamp = .zero
     var open: [SessionID] = []
     var knownSessions: UInt64 = 1
+    /// Also draw what the system does (holds, sleep, a stop: R28–R33). Off, the draws are
+    /// exactly those of the generator before system events existed.
+    var systemEvents = false
 
     init(seed: UInt64, appCount: Int) {
         rng = SplitMix64(seed: seed)
@@ -320,6 +327,7 @@ struct CommandGenerator {
         now = now + advance()
         // Now and then a command stamped before the clock: it must run at the clock.
         let time = rng.chance(1) ? now - .seconds(1) : now
+        if systemEvents && rng.chance(10) { return (systemCommand(engine), time) }
         let crowded = open.count > 40
         let roll = rng.below(crowded ? 110 : 100)
         let command: Command
@@ -370,5 +378,31 @@ struct CommandGenerator {
         default: command = .discard(session(engine), cause: .request)
         }
         return (command, time)
+    }
+}
+
+extension CommandGenerator {
+    mutating func hold() -> Hold {
+        let causes: [EventCause] = [.interruption, .lock, .session, .idle, .sleep, .shutdown]
+        switch rng.below(10) {
+        case 0..<4: return .none
+        case 4..<7: return Hold(.inactive, cause: rng.pick(causes)!)
+        default: return Hold(.background, cause: rng.pick(causes)!)
+        }
+    }
+
+    /// What the system does: new holds (often lifted again), sleep's suspension and resumption,
+    /// a stop's termination.
+    mutating func systemCommand(_ engine: LifecycleEngine) -> Command {
+        switch rng.below(10) {
+        case 0..<6:
+            var policy = HoldPolicy(system: hold(), standard: hold())
+            for app in apps where rng.chance(30) { policy.apps[app] = hold() }
+            if rng.chance(40) { policy = HoldPolicy() }
+            return .setHolds(policy)
+        case 6..<8: return .suspend(app(allowGhost: true), cause: .sleep)
+        case 8: return .resume(app(allowGhost: true), cause: .sleep)
+        default: return .terminate(app(allowGhost: true), cause: .shutdown)
+        }
     }
 }

@@ -120,9 +120,10 @@ import Testing
 
     /// Runs `steps` random commands; returns the run for coverage checks, or records the failure.
     static func run(seed: UInt64, steps: Int, appCount: Int, configuration: EngineConfiguration,
-                    sourceLocation: SourceLocation = #_sourceLocation) -> RandomRun? {
+                    systemEvents: Bool = false, sourceLocation: SourceLocation = #_sourceLocation) -> RandomRun? {
         var run = RandomRun(configuration: configuration)
         var generator = CommandGenerator(seed: seed, appCount: appCount)
+        generator.systemEvents = systemEvents
         var entries: [Entry] = []
         entries.reserveCapacity(steps)
         for step in 0..<steps {
@@ -236,7 +237,8 @@ extension Command {
             r.session = r.session.map(f)
             return .beginTask(r)
         case .endTask(let t): return .endTask(g(t))
-        case .tick, .launch, .terminate, .processDied, .connect, .setAppFootprint, .memoryWarning, .suspend: return self
+        case .tick, .launch, .terminate, .processDied, .connect, .setAppFootprint, .memoryWarning, .suspend, .resume,
+             .setHolds: return self
         }
     }
 }

@@ -283,12 +283,12 @@ import Testing
         _ = h.connect(maps, background: true)
         h.tick(at: at(5))
         #expect(h.process(maps) == .suspended)
-        // Running (here in the foreground): willTerminate, then death; the scenes are archived
-        // with no callback (§4.3).
+        // Running (here in the foreground): the background chain first (R33), willTerminate,
+        // then death; the scenes are archived with no further callback (§4.3).
         let running = try h.run(.terminate(mail))
-        #expect(running.map(Step.init) == [willTerminateStep, terminatedStep])
-        #expect(running[at: 1]?.detail == .terminated(reason: .requested, archived: [s1]))
-        #expect(running[at: 0]?.appState == .active && running[at: 1]?.appState == .background)
+        #expect(running.map(Step.init) == [resignActive(s1), enterBackground(s1), willTerminateStep, terminatedStep])
+        #expect(running[at: 3]?.detail == .terminated(reason: .requested, archived: [s1]))
+        #expect(running[at: 0]?.appState == .inactive && running[at: 2]?.appState == .background)
         // Suspended: no callback (R21, R22).
         let suspended = try h.run(.terminate(maps))
         #expect(suspended.map(Step.init) == [terminatedStep])

@@ -99,6 +99,8 @@ struct JournalEntriesTests {
         let (s1, _) = try d.connect(mail)
         let (s2, _) = try d.connect(mail, background: true)
         let (s3, _) = try d.connect(maps)
+        // In the background first: terminating a foreground app adds its background chain (R33).
+        _ = try d.run(.background(s1))
         let events = try d.run(.terminate(mail))
         #expect(events.map(\.name) == [.willTerminate, .terminated])
         let e = entries(events)
@@ -171,11 +173,13 @@ struct JournalEntriesTests {
         batch += try d.run(.launch(mail))
         batch += try d.run(.activate(s1))
         let e = entries(batch)
+        // R33: the foreground scene's background chain is its own entry, before the termination's.
         #expect(e.map(\.messageID) == [MessageID.appLaunched, MessageID.sessionConnected, MessageID.memoryWarning,
-                                       MessageID.appTerminated, MessageID.appLaunched, MessageID.sessionReconnected])
+                                       MessageID.sessionStateChanged, MessageID.appTerminated, MessageID.appLaunched,
+                                       MessageID.sessionReconnected])
         #expect(e.map { $0.values("SCENED_EVENTS").first ?? "" } == [
             "didFinishLaunching", "configurationForConnecting willConnectTo willEnterForeground didBecomeActive",
-            "didReceiveMemoryWarning", "willTerminate terminated", "didFinishLaunching",
+            "didReceiveMemoryWarning", "willResignActive didEnterBackground", "willTerminate terminated", "didFinishLaunching",
             "willConnectTo willEnterForeground didBecomeActive",
         ])
         // Every event is in exactly one entry.
