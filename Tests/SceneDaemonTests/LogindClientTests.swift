@@ -111,16 +111,21 @@ struct LogindClientTests {
     func logindKilledMidLock() throws {
         let mock = try LogindMock()
         try mock.startMock(sessions: ["c1:seat0:1000:alice:1:0"])
-        let h = try LogindHarness(address: mock.address)
+        let h = try LogindHarness(address: mock.address, keepSessionsUSec: 1_000_000)
         #expect(try h.spin(seconds: 10) { h.count(.available) == 1 })
         try mock.session("c1", "org.freedesktop.login1.Session.Lock")
         #expect(try h.spin(seconds: 5) { h.verdict(1000) == .held(.lock) })
 
         mock.killMock()
+        let gone = monotonicSeconds()
         #expect(try h.spin(seconds: 5) { h.unavailableCount == 1 })
-        #expect(h.verdict(1000) == .free, "no logind: run as without it")
         #expect(!h.client.holdsInhibitor(.sleep))
-        try h.spin(seconds: 1)
+        #expect(h.verdict(1000) == .held(.lock), "kept for a while: logind may be restarting")
+        let changes = h.count(.verdictsChanged)
+        #expect(try h.spin(seconds: 5) { h.verdict(1000) == .free }, "then forgotten: run as without logind")
+        let keptFor = monotonicSeconds() - gone
+        #expect(keptFor > 0.9 && keptFor < 2, "kept \(keptFor) s")
+        #expect(h.count(.verdictsChanged) == changes + 1)
         #expect(h.unavailableCount == 1, "said once")
         #expect(h.client.connectAttempts == 1, "the bus is fine: no reconnecting")
 
@@ -134,11 +139,27 @@ struct LogindClientTests {
         #expect(h.unavailableCount == 1)
     }
 
+    @Test("logind restarted within the keep time: locked apps never see a free verdict")
+    func logindRestartedQuickly() throws {
+        let mock = try LogindMock()
+        try mock.startMock(sessions: ["c1:seat0:1000:alice:1:1"])
+        let h = try LogindHarness(address: mock.address)
+        #expect(try h.spin(seconds: 10) { h.count(.available) == 1 })
+        #expect(h.verdict(1000) == .held(.lock))
+        let changes = h.count(.verdictsChanged)
+        mock.killMock()
+        try mock.startMock(sessions: ["c1:seat0:1000:alice:1:1"])
+        #expect(try h.spin(seconds: 10) { h.count(.available) == 2 && h.client.holdsInhibitor(.sleep) })
+        #expect(h.verdict(1000) == .held(.lock))
+        #expect(h.count(.verdictsChanged) == changes, "no flicker through free")
+        #expect(h.unavailableCount == 1)
+    }
+
     @Test("hostile: the dbus-daemon killed and restarted → reconnect with backoff, read again")
     func busRestarted() throws {
         let mock = try LogindMock()
         try mock.startMock(sessions: ["c1:seat0:1000:alice:1:1"])
-        let h = try LogindHarness(address: mock.address)
+        let h = try LogindHarness(address: mock.address, keepSessionsUSec: 0)
         #expect(try h.spin(seconds: 10) { h.count(.available) == 1 })
         #expect(h.verdict(1000) == .held(.lock))
 

@@ -180,12 +180,13 @@ final class LogindHarness {
     let client: LogindClient
     var news: [LoginNews] = []
 
-    init(address: String, followIdle: Bool = false) throws {
+    init(address: String, followIdle: Bool = false, keepSessionsUSec: UInt64 = 5_000_000) throws {
         loop = try EventLoop()
         var settings = LogindClient.Settings()
         settings.address = .address(address)
         settings.followIdle = followIdle
         settings.callTimeoutUSec = 5_000_000
+        settings.keepSessionsUSec = keepSessionsUSec
         client = LogindClient(loop: loop, inbox: inbox, settings: settings)
         inbox.open { [unowned self] input in
             guard case .login(let i) = input else { return }

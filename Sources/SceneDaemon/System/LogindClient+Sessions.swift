@@ -35,10 +35,13 @@ extension LogindClient {
         switch reply {
         case .success(let message):
             guard let rows = try? Logind.readListSessions(message) else {
+                forgetSessions()
                 return reportUnavailable("ListSessions: a reply that is not a(susso)")
             }
             listed = rows
         case .failure(let error):
+            // Kept sessions that cannot be read again are not to be trusted.
+            forgetSessions()
             return reportUnavailable("ListSessions: \(error)")
         }
         state.retain(only: Set(listed.map(\.id)))

@@ -9,7 +9,9 @@ import SystemdKit
 /// which returns what the daemon should act on. Nothing blocks: calls are asynchronous, and a
 /// dropped bus is reconnected with a bounded backoff (`Settings.reconnectInitialUSec`
 /// doubling to `reconnectMaxUSec`). When logind leaves the bus or the bus drops, its sessions
-/// are forgotten (everyone free, as with no logind at all) until it is back and read again.
+/// are kept for `keepSessionsUSec`, so that a restart of logind (which keeps its sessions)
+/// does not wake every locked app for a moment; if it is not back and read by then, they are
+/// forgotten (everyone free, as with no logind at all).
 /// Signals are taken only from logind's current unique name, so another peer on the bus
 /// cannot lock or unlock anyone by sending them to scened directly.
 final class LogindClient {
@@ -19,6 +21,7 @@ final class LogindClient {
         var reconnectInitialUSec: UInt64 = 500_000
         var reconnectMaxUSec: UInt64 = 30_000_000
         var callTimeoutUSec: UInt64 = 10_000_000
+        var keepSessionsUSec: UInt64 = 5_000_000
         var inhibitReason = "Apps save their scenes' state first"
     }
 
@@ -39,6 +42,8 @@ final class LogindClient {
         /// A reply to a call made under `generation` (stale ones are dropped).
         case reply(Call, generation: UInt64, BusReply)
         case reconnect
+        /// logind has been gone for `keepSessionsUSec`.
+        case forgetSessions
     }
 
     let loop: EventLoop
@@ -67,6 +72,7 @@ final class LogindClient {
     private var available: Bool?
     private var reportedVerdicts: LoginState.VerdictSnapshot
     private var reconnectTimer: TimerSource?
+    private var forgetTimer: TimerSource?
     private var reconnectDelay: UInt64
     /// Connection attempts so far (start and each reconnect).
     private(set) var connectAttempts = 0
@@ -95,6 +101,8 @@ final class LogindClient {
     func stop() {
         reconnectTimer?.cancel()
         reconnectTimer = nil
+        forgetTimer?.cancel()
+        forgetTimer = nil
         connection?.close()
         connection = nil
         for kind in InhibitorKind.allCases { releaseInhibitor(kind) }
@@ -112,6 +120,7 @@ final class LogindClient {
         case .reply(let call, let generation, let reply):
             if generation == self.generation { onReply(call, reply) }
         case .reconnect: connect()
+        case .forgetSessions: if owner == nil { forgetSessions() }
         }
         noteVerdicts()
         return takeNews()
@@ -226,6 +235,7 @@ final class LogindClient {
     /// logind (re)appeared as `name`: read everything afresh and take the inhibitors. The
     /// sessions known so far stay until the new list replaces them.
     private func logindAppeared(_ name: String) {
+        forgetTimer?.disarm()
         for kind in InhibitorKind.allCases { releaseInhibitor(kind) }
         inhibitPending.removeAll()
         generation += 1
@@ -243,14 +253,14 @@ final class LogindClient {
         for kind in InhibitorKind.allCases { takeInhibitor(kind) }
     }
 
-    /// logind is gone (or the bus): its sessions, its inhibitors and any sleep end with it.
-    /// A shutdown does not: logind stops during one, and the daemon's stop must go on.
+    /// logind is gone (or the bus): its inhibitors and any sleep end with it, its sessions
+    /// after `keepSessionsUSec`. A shutdown does not end: logind stops during one, and the
+    /// daemon's stop must go on.
     private func forgetLogind() {
         owner = nil
         for kind in InhibitorKind.allCases { releaseInhibitor(kind) }
         inhibitPending.removeAll()
-        state.removeAllSessions()
-        sessionPaths.removeAll()
+        keepSessionsForAWhile()
         reading.removeAll()
         rereadWanted.removeAll()
         snapshotOutstanding.removeAll()
@@ -259,6 +269,26 @@ final class LogindClient {
             state.sleeping = false
             news.append(.prepareForSleep(false))
         }
+    }
+
+    /// Arms the forget timer unless it is already running (reconnect attempts do not extend
+    /// it) or there is nothing to forget.
+    private func keepSessionsForAWhile() {
+        guard !state.sessions.isEmpty, forgetTimer?.isArmed != true else { return }
+        guard settings.keepSessionsUSec > 0 else { return forgetSessions() }
+        let at = loop.nowMonotonic + settings.keepSessionsUSec
+        if let forgetTimer {
+            forgetTimer.reschedule(at: at)
+        } else {
+            forgetTimer = try? loop.addTimer(at: at, accuracy: 50_000, posting: .login(.forgetSessions), to: inbox)
+            if forgetTimer == nil { forgetSessions() }
+        }
+    }
+
+    func forgetSessions() {
+        forgetTimer?.disarm()
+        state.removeAllSessions()
+        sessionPaths.removeAll()
     }
 
     func snapshotMayBeComplete() {
