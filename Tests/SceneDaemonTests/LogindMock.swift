@@ -62,7 +62,7 @@ final class LogindMock {
         starts += 1
         bus = try ChildProcess(["/usr/bin/dbus-daemon", "--config-file=\(dir.file("bus.conf"))", "--nofork", "--nopidfile"],
                                directory: dir.path, label: "dbus-daemon-\(starts)")
-        guard waitUntil(seconds: 10, { access(socketPath, F_OK) == 0 }) else {
+        guard waitUntil(seconds: 10, { accepts(socketPath) }) else {
             throw TestFailure("dbus-daemon did not listen: \(bus?.stderr ?? "")")
         }
     }
@@ -216,4 +216,13 @@ final class LogindHarness {
     func count(_ item: LoginNews) -> Int { news.filter { $0 == item }.count }
     var unavailableCount: Int { news.filter { if case .unavailable = $0 { true } else { false } }.count }
     func verdict(_ uid: UInt32) -> LoginVerdict { client.state.verdict(forUID: uid) }
+}
+
+/// Whether something accepts connections on the unix socket at `path` (a socket file exists
+/// between dbus-daemon's bind and its listen, when a connect is refused).
+private func accepts(_ path: String) -> Bool {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    return withUnixAddress(path) { connect(fd, $0, $1) } == 0
 }

@@ -27,7 +27,7 @@ private final class PrivateBus {
             """)
         daemon = try ChildProcess(["/usr/bin/dbus-daemon", "--config-file=\(config)", "--nofork", "--nopidfile"],
                                   directory: dir.path, label: "dbus-daemon")
-        guard waitUntil(seconds: 10, { access(dir.file("bus"), F_OK) == 0 }) else {
+        guard waitUntil(seconds: 10, { accepts(dir.file("bus")) }) else {
             throw TestFailure("dbus-daemon did not listen: \(daemon?.stderr ?? "")")
         }
     }
@@ -169,4 +169,13 @@ struct BusConnectionTests {
         bus.close()
         #expect(bus.liveSlots == 0, "closing frees the matches")
     }
+}
+
+/// Whether something accepts connections on the unix socket at `path` (a socket file exists
+/// between dbus-daemon's bind and its listen, when a connect is refused).
+private func accepts(_ path: String) -> Bool {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    return withUnixAddress(path) { connect(fd, $0, $1) } == 0
 }
