@@ -161,4 +161,7 @@ extension BusMatchRule {
     /// refuses messages on the Local interface).
     public static let disconnected = BusMatchRule(
         path: "/org/freedesktop/DBus/Local", interface: "org.freedesktop.DBus.Local", member: "Disconnected")!
+
+    /// The sender sd-bus gives the messages it makes up itself, such as `Disconnected`.
+    public static let localSender = "org.freedesktop.DBus.Local"
 }

@@ -148,7 +148,10 @@ struct BusConnectionTests {
         var disconnected = 0
         inbox.open {
             guard case .signal(let m) = $0 else { return }
-            if m.member == "Disconnected" { disconnected += 1; return }
+            if m.member == "Disconnected" {
+                if m.sender == BusMatchRule.localSender { disconnected += 1 }
+                return
+            }
             if let t = try? (m.readString(), m.readString(), m.readString()) { owners.append(t) }
         }
         try bus.addMatch(BusMatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",

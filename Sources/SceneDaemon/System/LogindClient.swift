@@ -346,7 +346,10 @@ final class LogindClient {
 
     private func onSignal(_ signal: Signal, _ message: BusMessage) {
         switch signal {
-        case .disconnected: onConnectionLost("the bus connection closed")
+        case .disconnected:
+            // sd-bus's own message; the broker stamps every remote one with the peer's name.
+            guard message.sender == BusMatchRule.localSender else { return }
+            onConnectionLost("the bus connection closed")
         case .nameOwnerChanged: onNameOwnerChanged(message)
         default:
             // Only logind's own signals count (see the type's comment).
