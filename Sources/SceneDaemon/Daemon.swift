@@ -184,6 +184,7 @@ final class Daemon {
         case .statusDue: onStatusDue()
         case .livelock: onLivelock()
         case .psi(let input): onPSI(input)
+        case .login: break
         case .appExited(let app): onAppExited(app)
         case .server(let input): onServer(input)
         }

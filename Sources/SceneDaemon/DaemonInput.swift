@@ -26,6 +26,8 @@ enum DaemonInput {
     case livelock
     /// A PSI trigger fired, or its poll, hold or retry timer.
     case psi(PSISource.Input)
+    /// logind's bus: a signal, a reply, or the reconnect timer.
+    case login(LogindClient.Input)
     /// A started app's pidfd became readable.
     case appExited(AppID)
     /// The listening socket, the clients' epoll set, or one of the server's timers.
