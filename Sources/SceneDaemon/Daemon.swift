@@ -32,6 +32,7 @@ final class Daemon {
     private let service: CallService
     let logger: JournalLogger
     let reclaim: ReclaimRunner
+    let system: SystemEvents
     let socketPath: String
     /// Unlinked at exit when we bound it ourselves (never a socket-activated one).
     let ownsSocket: Bool
@@ -61,6 +62,9 @@ final class Daemon {
         var measureArmed = false
         var status: TimerSource?
         var livelock: DeferSource?
+        /// A lock's move to the background, a stop's or a sleep's bound.
+        var system: TimerSource?
+        var systemDue: Timestamp?
     }
 
     static let version = "0.1.0"
@@ -88,8 +92,10 @@ final class Daemon {
         apps = AppSupervisor(host: host, server: server, logger: logger, loop: loop, inbox: inbox,
                              settings: settings, socketPath: socketPath)
         feeds = StreamFeeds(host: host, server: server, apps: apps, policy: settings.accessPolicy)
+        system = SystemEvents(host: host, settings: settings)
         dispatcher = try MethodDispatcher(
-            MethodDispatcher.Parts(host: host, server: server, apps: apps, feeds: feeds, reclaim: reclaim, logger: logger),
+            MethodDispatcher.Parts(host: host, server: server, apps: apps, feeds: feeds, reclaim: reclaim, logger: logger,
+                                   system: system),
             loader: loader, options: options, settings: settings, configFiles: config.files, version: Self.version,
             startedAt: Clock.monotonic.now(), testHooks: TestingInterface.enabled)
         service = CallService(dispatcher: dispatcher, feeds: feeds)
@@ -100,6 +106,7 @@ final class Daemon {
         try addSources()
         inbox.open { input in self.handle(input) }
         applyPSI()
+        applyLogin()
         apps.prepareLaunches()
         server.currentBatch = host.gathering
         try server.start(inbox: inbox)
@@ -120,6 +127,7 @@ final class Daemon {
         timers.reclaim = try disarmedTimer(accuracy: 1_000, posting: .reclaimTimer)
         timers.app = try disarmedTimer(accuracy: 1_000, posting: .appDeadline)
         timers.measure = try disarmedTimer(accuracy: 10_000, posting: .measure)
+        timers.system = try disarmedTimer(accuracy: 1_000, posting: .systemTimer)
         for signo in [SIGTERM, SIGINT] { try loop.addSignal(signo, posting: .stop, to: inbox) }
         try loop.addSignal(SIGHUP, posting: .reload, to: inbox)
         watchdog = ServingWatchdog(interval: ServiceManager.watchdogInterval())
@@ -162,6 +170,7 @@ final class Daemon {
         server.closeAll()
         apps.awaitStartedApps()
         reclaim.psi?.stop()
+        system.login?.stop()
         if ownsSocket { unlink(socketPath) }
         logger.daemon(.info, MessageID.daemonStopped,
                       "scened stopped with \(Format.count(host.engine.sessions.count, "session")) of \(Format.count(host.engine.apps.count, "app")).",
@@ -179,12 +188,13 @@ final class Daemon {
         case .appDeadline: onAppDeadline()
         case .measure: onMeasure()
         case .heartbeat: onHeartbeat()
-        case .stop: shutdown()
+        case .stop: beginStop(forShutdown: false)
+        case .systemTimer: onSystemTimer()
         case .reload: reload()
         case .statusDue: onStatusDue()
         case .livelock: onLivelock()
         case .psi(let input): onPSI(input)
-        case .login: break
+        case .login(let input): onLogin(input)
         case .appExited(let app): onAppExited(app)
         case .server(let input): onServer(input)
         }
@@ -195,10 +205,6 @@ final class Daemon {
         if server.takePassRequest() { requestPass() }
     }
 
-    private func shutdown() {
-        _ = ServiceManager.notify("STOPPING=1\nSTATUS=Shutting down...")
-        loop.exit(code: 0)
-    }
 
     func requestPass() {
         timers.pass?.trigger()
@@ -244,6 +250,7 @@ final class Daemon {
         server.serve(service)
         carryOutRequests()
         apps.superviseApps()
+        _ = system.endInterruptions(closedIn: server)
         // Calls that waited for their app's launch run as if just read.
         for (conn, call) in apps.superviseLaunches() { server.resumeParked(conn, call, service) }
         carryOutRequests()
@@ -257,6 +264,8 @@ final class Daemon {
         rearmEngineTimer()
         rearmAppTimer()
         rearmMeasureTimer()
+        stepSystem()
+        rearmSystemTimer()
         if watchdog.passCompleted(now: loop.nowMonotonic) { ServiceManager.notify("WATCHDOG=1") }
         if server.takePassRequest() || apps.wantsPass { requestPass() }
     }
@@ -409,6 +418,17 @@ final class Daemon {
         }
     }
 
+    /// The system's timer: re-armed when the earliest of its deadlines moved.
+    private func rearmSystemTimer() {
+        guard let timer = timers.system else { return }
+        let due = system.nextDeadline
+        guard due != timers.systemDue else { return }
+        timers.systemDue = due
+        if let due { timer.reschedule(at: host.clock.monotonic(at: due)) } else { timer.disarm() }
+    }
+
+    func systemTimerFired() { timers.systemDue = nil }
+
     private func rearmAppTimer() {
         guard let timer = timers.app else { return }
         let due = apps.nextDeadline
@@ -498,6 +518,9 @@ final class Daemon {
         dispatcher.configure(kept, files: files)
         feeds.policy = new.accessPolicy
         apps.configure(new)
+        system.configure(new)
+        applyLogin()
+        system.updateLocks()
         reclaim.reconfigure(grace: new.reclaimGrace)
         reclaim.reconfigure(new.reclaimConfiguration, budget: new.memoryBudget, watermarks: new.watermarks,
                             hold: TimeSpan(microseconds: new.pressureHold),

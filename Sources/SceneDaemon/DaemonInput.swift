@@ -17,6 +17,8 @@ enum DaemonInput {
     case measure
     /// An idle daemon's pass for the watchdog.
     case heartbeat
+    /// A lock's move to the background, or a stop's or a sleep's bound, is due.
+    case systemTimer
     /// SIGTERM or SIGINT, and SIGHUP.
     case stop
     case reload

@@ -23,6 +23,13 @@ struct DaemonSettings: Equatable, Sendable {
     // How long an attached app has to answer (io.scened.App.Acknowledge).
     var didEnterBackgroundTimeout: Int64 = 5_000_000
     var willTerminateTimeout: Int64 = 5_000_000
+    // [Lifecycle] how long a stop may take: the background chain, willTerminate, the exits (R32).
+    var stopTimeout: Int64 = 20_000_000
+    // [System] follow logind's sessions, sleep and shutdown; when a lock sends the scenes to
+    // the background; whether idle sessions count as locked.
+    var followLogin = true
+    var lockedBackground: Int64 = 0
+    var followIdle = false
     // [Lifecycle] started apps in cgroups of their own (else process groups and SIGSTOP).
     var appCgroups = true
     // [Reclaim] the grace an attached app gets to save before a reclaim disconnect (§3.5).
@@ -145,6 +152,10 @@ struct SettingKey: Sendable {
         timeKey("Reclaim", "MeasureIntervalSec", \.measureInterval, minimum: 100_000),
         timeKey("Lifecycle", "DidEnterBackgroundTimeoutSec", \.didEnterBackgroundTimeout, minimum: 10_000),
         timeKey("Lifecycle", "WillTerminateTimeoutSec", \.willTerminateTimeout, minimum: 10_000),
+        timeKey("Lifecycle", "StopTimeoutSec", \.stopTimeout, minimum: 100_000),
+        boolKey("System", "FollowLogin", \.followLogin),
+        timeKey("System", "LockedBackgroundSec", \.lockedBackground, minimum: 0),
+        boolKey("System", "FollowIdle", \.followIdle),
         SettingKey(section: "Store", key: "Durability", apply: { s, v in
             guard let d = Durability(rawValue: v) else { return "Durability= must be full, normal or off" }
             s.durability = d

@@ -132,7 +132,13 @@ type App (
   # For an app scened starts itself (ExecStart= in apps.d/APP.conf): its main process, if
   # one runs, and whether it is frozen (its app is suspended).
   startedPid: ?int,
-  frozen: ?bool
+  frozen: ?bool,
+  # The user whose login sessions the app follows: its User=, else scened's own.
+  follows: string,
+  # How far the system holds its scenes down now (none, inactive or background), and why
+  # (interruption, lock, session, idle, sleep, shutdown).
+  hold: string,
+  holdCause: ?string
 )
 
 # What the reclaim policy recorded with an action.
@@ -208,7 +214,26 @@ type Status (
   # The last finished pressure episode, if any.
   lastEpisode: ?PressureEpisode,
   # The configuration files in force.
-  configFiles: []string
+  configFiles: []string,
+  # What the system does to the scenes: interruptions, locked login sessions, sleep, a stop.
+  system: SystemState
+)
+
+# One interruption held by a shell (BeginInterruption).
+type Interruption (token: string, reason: string, since: int)
+
+# A user whose login sessions hold the apps that follow them: lock (locked), session (no
+# active session: a VT or user switch) or idle. since: microseconds since the epoch.
+type LockedUser (uid: int, user: string, cause: string, since: int)
+
+type SystemState (
+  interruptions: []Interruption,
+  # How logind is followed: "followed", "off" (FollowLogin=no) or why it is not.
+  login: string,
+  locked: []LockedUser,
+  # Preparing for sleep or asleep (R31); stopping (R32).
+  sleeping: bool,
+  stopping: bool
 )
 
 # One pressure source and what it reports.

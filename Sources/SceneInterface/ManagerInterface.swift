@@ -162,6 +162,16 @@ method ClearPressure() -> (pressure: Pressure)
 # refused (ConfigurationError) and the one in force stays.
 method Reload() -> (configFiles: []string)
 
+# Interruptions, for a shell (a compositor, a launcher, a kiosk UI: an incoming call, the app
+# switcher, a notification centre): while any is held, every foregroundActive scene resigns
+# active (willResignActive, cause interruption) and stays in the foreground, and no scene
+# becomes active; when the last one ends, exactly those scenes get didBecomeActive (R28).
+# Interruptions nest and overlap; one ends when EndInterruption names its token or when the
+# connection that began it closes. At most 64 per connection (LimitExceeded).
+method BeginInterruption(reason: string) -> (token: string, events: []Event)
+
+method EndInterruption(token: string) -> (events: []Event)
+
 # Streams events (requires "more"): from sequence number since (as far back as the event log
 # reaches) or from now, optionally only one app's or one session's (NoSuchSession if that
 # session id was never given out; a discarded session's history can still be followed).
@@ -172,6 +182,9 @@ method Monitor(app: ?string, session: ?string, since: ?int) -> (event: Event)
 # reclaim settings). Requires "more": pieces of at most 256 KiB. Footprints, restore costs and
 # protection are the sessions' current ones (no event records them).
 method ExportTrace(since: ?int) -> (lines: []string)
+
+# EndInterruption: no interruption with this token is held (ended, or never begun).
+error NoSuchInterruption (token: string, message: string)
 
 # Also for a session whose stored record is damaged (quarantined): the message says so.
 error NoSuchSession (session: string, message: string)

@@ -59,6 +59,8 @@ struct AttachmentTable {
     static let missedMemory = 1024
 
     var count: Int { byApp.count }
+    /// Whether some attached app owes an answer (a stop or a sleep waits for them).
+    var owesAnswers: Bool { byApp.values.contains { !$0.awaiting.isEmpty } }
     /// Whether any answer is awaited (answered ones may still wait in a queue to be dropped).
     var hasDeadlines: Bool { queues.contains { $0.count > 0 } }
 

@@ -233,6 +233,12 @@ extension AppSupervisor {
         }
     }
 
+    /// A stop that ran out of time: whatever is left of the started apps is killed now.
+    func killStartedApps() {
+        guard let launcher else { return }
+        for app in launches.processes.keys { launcher.kill(app) }
+    }
+
     /// After the connections are closed (an app waiting for an answer gets none and exits):
     /// up to `wait` for the processes to go, then SIGKILL for what is left; the cgroups go.
     func awaitStartedApps(wait: TimeSpan = .seconds(2)) {

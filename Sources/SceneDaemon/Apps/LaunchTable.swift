@@ -73,6 +73,9 @@ struct LaunchTable {
 
     var isEmpty: Bool { processes.isEmpty && spawning.isEmpty }
 
+    /// Every process whose app is suspended is frozen (sleep waits for it, R31).
+    var frozenAsWanted: Bool { processes.values.allSatisfy { !$0.wantFrozen || $0.frozen || $0.phase != .running } }
+
     func process(of app: AppID) -> Process? { processes[app] }
 
     /// Whether a call that launches `app` must wait for its process: it has one starting, or

@@ -23,7 +23,7 @@ extension MethodDispatcher {
             w.key("apps")
             w.beginArray()
             for id in engine.apps.keys.sorted() {
-                w.app(engine.apps[id]!, engine: engine, attachedPid: self.apps.attachments.attachment(of: id)?.pid, started: self.apps.startedProcess(id))
+                w.app(engine.apps[id]!, engine: engine, attachedPid: self.apps.attachments.attachment(of: id)?.pid, started: self.apps.startedProcess(id), follows: self.followedUser(id))
             }
             w.endArray()
         }

@@ -66,6 +66,8 @@ enum ManagerMethods {
         // Monitor's history as a trace: nothing in it that Monitor and ListSessions withhold.
         ManagerMethod(name: "ExportTrace", access: .anyone, handler: MethodDispatcher.exportTrace),
         // The daemon as a whole: administrators.
+        ManagerMethod(name: "BeginInterruption", access: .administrator, handler: MethodDispatcher.beginInterruption),
+        ManagerMethod(name: "EndInterruption", access: .administrator, handler: MethodDispatcher.endInterruption),
         ManagerMethod(name: "SetPressure", access: .administrator, handler: MethodDispatcher.setPressure),
         ManagerMethod(name: "ClearPressure", access: .administrator, handler: MethodDispatcher.clearPressure),
         ManagerMethod(name: "Reload", access: .administrator, handler: MethodDispatcher.reload),

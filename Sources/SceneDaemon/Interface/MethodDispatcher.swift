@@ -24,6 +24,7 @@ final class MethodDispatcher {
     let feeds: StreamFeeds
     let reclaim: ReclaimRunner
     let logger: JournalLogger
+    let system: SystemEvents
     let info: VarlinkServiceInfo
     let interface: VarlinkInterfaceDefinition
     let appInterface: VarlinkInterfaceDefinition
@@ -53,6 +54,7 @@ final class MethodDispatcher {
         let feeds: StreamFeeds
         let reclaim: ReclaimRunner
         let logger: JournalLogger
+        let system: SystemEvents
     }
 
     init(_ parts: Parts, loader: ConfigLoader, options: DaemonOptions, settings: DaemonSettings, configFiles: [String],
@@ -63,6 +65,7 @@ final class MethodDispatcher {
         feeds = parts.feeds
         reclaim = parts.reclaim
         logger = parts.logger
+        system = parts.system
         self.loader = loader
         self.options = options
         self.settings = settings

@@ -80,7 +80,7 @@ extension JSONWriter {
 
     /// `attachedPid`: the process attached as the app through io.scened.App, if any.
     mutating func app(_ a: AppRecord, engine: LifecycleEngine, attachedPid: Int32? = nil,
-                      started: (pid: Int32, frozen: Bool)? = nil) {
+                      started: (pid: Int32, frozen: Bool)? = nil, follows: String) {
         beginObject()
         field("id", a.id)
         field("process", static: a.process.staticName)
@@ -108,6 +108,10 @@ extension JSONWriter {
             field("startedPid", Int64(started.pid))
             field("frozen", started.frozen)
         }
+        field("follows", follows)
+        let hold = engine.holds.hold(for: a.id)
+        field("hold", hold.level.description)
+        if hold.level != .none { field("holdCause", static: hold.cause.staticName) }
         endObject()
     }
 

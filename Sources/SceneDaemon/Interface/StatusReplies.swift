@@ -48,6 +48,39 @@ extension MethodDispatcher {
         w.beginArray()
         for f in configFiles { w.string(f) }
         w.endArray()
+        writeSystem(&w)
+        w.endObject()
+    }
+
+    /// Status's `system`: interruptions, locked users, sleep and stop.
+    func writeSystem(_ w: inout JSONWriter) {
+        let holds = system.holds
+        w.key("system")
+        w.beginObject()
+        w.key("interruptions")
+        w.beginArray()
+        for i in holds.interruptions {
+            w.beginObject()
+            w.field("token", i.token)
+            w.field("reason", i.reason)
+            w.field("since", i.since)
+            w.endObject()
+        }
+        w.endArray()
+        w.field("login", system.loginState)
+        w.key("locked")
+        w.beginArray()
+        for (uid, lock) in holds.locks.sorted(by: { $0.key < $1.key }) {
+            w.beginObject()
+            w.field("uid", Int64(uid))
+            w.field("user", UserDatabase.userName(uid))
+            w.field("cause", lock.cause.name)
+            w.field("since", lock.since)
+            w.endObject()
+        }
+        w.endArray()
+        w.field("sleeping", holds.sleeping)
+        w.field("stopping", holds.stopping)
         w.endObject()
     }
 
