@@ -60,12 +60,17 @@ struct StopMachine {
             self.forShutdown = forShutdown
             return [.extendTimeout(microseconds: UInt64((timeout + Self.exitSlack).microseconds)), .holdAll]
         case .backgrounding, .terminating:
-            // A second signal: stop waiting. logind's second word changes nothing.
-            guard !forShutdown else { return [] }
+            if forShutdown { return [] }
+            // SIGTERM while the machine's shutdown is prepared: the same stop, then exit.
+            if self.forShutdown {
+                self.forShutdown = false
+                return []
+            }
+            // A second signal: stop waiting.
             phase = .finished
             return [.killLeft, .exit]
         case .finished:
-            return forShutdown ? [.exit] : []
+            return forShutdown ? [] : [.exit]
         }
     }
 
