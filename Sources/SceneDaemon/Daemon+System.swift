@@ -13,7 +13,7 @@ extension Daemon {
         }
         if actions.contains(.holdAll) {
             let foreground = host.engine.foregroundActiveSceneCount
-            logger.daemon(.info, MessageID.daemonStopped,
+            logger.daemon(.info, MessageID.systemStop,
                           "Stopping\(forShutdown ? " for the machine's shutdown" : ""): \(Format.count(foreground, "active scene")) to the background, \(Format.count(apps.launches.processes.count, "started app")) to end, within \(timeout.formatted).",
                           [("SCENED_STOP_TIMEOUT_USEC", String(timeout.microseconds))])
         }
@@ -54,8 +54,12 @@ extension Daemon {
             case .killLeft:
                 terminateStartedApps()
                 apps.killStartedApps()
-            case .releaseInhibitor: releaseInhibitor(sleep: false)
-            case .exit: loop.exit(code: 0)
+            case .releaseInhibitor:
+                stopFinished()
+                releaseInhibitor(sleep: false)
+            case .exit:
+                stopFinished()
+                loop.exit(code: 0)
             }
         }
     }
@@ -72,6 +76,13 @@ extension Daemon {
                 }
             }
         }
+    }
+
+    private func stopFinished() {
+        guard let began = system.stop.began else { return }
+        let took = host.clock.now() - began
+        logger.daemon(.info, MessageID.systemStop, "Stop prepared in \(took.formatted): the scenes' state is saved.",
+                      [("SCENED_STOP_USEC", String(took.microseconds))])
     }
 
     /// R32: every app scened started ends with willTerminate (if running) and reason shutdown.
@@ -137,7 +148,7 @@ extension Daemon {
 
     private func loginChanged(to state: String, _ message: String) {
         system.loginState = state
-        logger.daemon(.info, MessageID.daemonReady, message, [("SCENED_LOGIN", state)])
+        logger.daemon(.info, MessageID.systemFollow, message, [("SCENED_LOGIN", state)])
     }
 
     /// logind waits InhibitDelayMaxSec= (5 s by default) for delay inhibitors: sleep's chain

@@ -92,7 +92,7 @@ final class Daemon {
         apps = AppSupervisor(host: host, server: server, logger: logger, loop: loop, inbox: inbox,
                              settings: settings, socketPath: socketPath)
         feeds = StreamFeeds(host: host, server: server, apps: apps, policy: settings.accessPolicy)
-        system = SystemEvents(host: host, settings: settings)
+        system = SystemEvents(host: host, logger: logger, settings: settings)
         dispatcher = try MethodDispatcher(
             MethodDispatcher.Parts(host: host, server: server, apps: apps, feeds: feeds, reclaim: reclaim, logger: logger,
                                    system: system),

@@ -28,6 +28,9 @@ enum MessageID {
     static let rowQuarantined = "11e83c9298ac403eae2cbba03cc7edd1"
     static let logDamaged = "877aaf2eb2784d9593960151686fcf7a"
     static let logRecovered = "56a2348053394cb4a8fd300aea9936be"
+    static let systemStop = "30825777ec1b4eee9228bfb0ff046338"
+    static let systemFollow = "0d09308933694b3abc95ce9a6a48527b"
+    static let systemHold = "bd9716e0b98141e8905b7fad8397d41d"
 }
 
 /// One structured journal entry.

@@ -44,6 +44,7 @@ struct StopMachine {
 
     private(set) var phase = Phase.running
     private(set) var deadline: Timestamp?
+    private(set) var began: Timestamp?
     /// Begun for the machine's shutdown: stay up once finished, until SIGTERM.
     private(set) var forShutdown = false
     /// Slack for the last commit and the exit, on top of StopTimeoutSec=, in EXTEND_TIMEOUT_USEC=.
@@ -57,6 +58,7 @@ struct StopMachine {
         case .running:
             phase = .backgrounding
             deadline = now + timeout
+            began = now
             self.forShutdown = forShutdown
             return [.extendTimeout(microseconds: UInt64((timeout + Self.exitSlack).microseconds)), .holdAll]
         case .backgrounding, .terminating:

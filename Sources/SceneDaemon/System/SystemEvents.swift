@@ -10,6 +10,7 @@ import Varlink
 /// `applyHolds` touches the engine.
 final class SystemEvents {
     private let host: EngineHost
+    private let logger: JournalLogger
     private(set) var holds = SystemHolds()
     var stop = StopMachine()
     var sleep = SleepMachine()
@@ -22,8 +23,9 @@ final class SystemEvents {
     /// One shell's interruptions at once: a loop beginning them is refused, not stored.
     static let maxInterruptionsPerConnection = 64
 
-    init(host: EngineHost, settings: DaemonSettings) {
+    init(host: EngineHost, logger: JournalLogger, settings: DaemonSettings) {
         self.host = host
+        self.logger = logger
         configure(settings)
     }
 
@@ -44,7 +46,21 @@ final class SystemEvents {
         let policy = holds.policy(now: host.clock.now(), daemonUID: daemonUID, appUIDs: appUIDs)
         let none = host.pending.events.count..<host.pending.events.count
         guard policy != host.engine.holds else { return none }
+        let text = Self.describe(policy)
+        logger.daemon(.info, MessageID.systemHold, "The system holds scenes: \(text).", [("SCENED_HOLD", text)])
         return (try? host.execute(.setHolds(policy)))?.events ?? none
+    }
+
+    /// The holds in words, for the journal: "none", or each hold with whom it concerns.
+    static func describe(_ policy: HoldPolicy) -> String {
+        var parts: [String] = []
+        func add(_ hold: Hold, _ whom: String) {
+            if hold.level != .none { parts.append("\(whom) \(hold.level) (\(hold.cause.name))") }
+        }
+        add(policy.system, "every app")
+        add(policy.standard, "apps of scened's user")
+        for (app, hold) in policy.apps.sorted(by: { $0.key < $1.key }) { add(hold, app.rawValue) }
+        return parts.isEmpty ? "none" : parts.joined(separator: "; ")
     }
 
     func beginInterruption(reason: String, owner: Int) throws(VarlinkError) -> (token: String, events: Range<Int>) {
