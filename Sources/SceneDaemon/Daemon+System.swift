@@ -33,17 +33,28 @@ extension Daemon {
         let now = host.clock.now()
         let settled = !host.isCommitting && !host.hasPending
         let owes = apps.attachments.owesAnswers
+        var moved = false
         if system.stop.isStopping {
             let view = StopMachine.View(now: now, settled: settled, owesAnswers: owes,
                                         startedAppsLeft: !apps.launches.isEmpty)
-            carryOut(stop: system.stop.step(view))
+            let actions = system.stop.step(view)
+            moved = !actions.isEmpty
+            carryOut(stop: actions)
         }
         if system.sleep.nextDeadline != nil {
             let view = SleepMachine.View(now: now, settled: settled, owesAnswers: owes,
                                          frozen: settled && apps.launches.frozenAsWanted)
-            carryOut(sleep: system.sleep.step(view))
+            let actions = system.sleep.step(view)
+            moved = moved || !actions.isEmpty
+            carryOut(sleep: actions)
         }
+        // A step taken may let the next one be taken at once (nothing to wait for); answers,
+        // exits, commits and deadlines bring the other passes.
+        if moved { requestPass() }
     }
+
+    /// A commit settled while a stop or a sleep waits for it.
+    var systemWaitsForCommit: Bool { system.stop.isStopping || system.sleep.nextDeadline != nil }
 
     func carryOut(stop actions: [StopMachine.Action]) {
         for action in actions {

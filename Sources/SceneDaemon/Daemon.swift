@@ -299,7 +299,7 @@ final class Daemon {
         server.flush()
         publishCommitted()
         server.flush()
-        if server.takePassRequest() || apps.wantsPass { requestPass() }
+        if server.takePassRequest() || apps.wantsPass || systemWaitsForCommit { requestPass() }
     }
 
     /// Publishes the events of the batches settled since the last time, once their replies

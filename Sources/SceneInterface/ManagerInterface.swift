@@ -186,6 +186,10 @@ method ExportTrace(since: ?int) -> (lines: []string)
 # EndInterruption: no interruption with this token is held (ended, or never begun).
 error NoSuchInterruption (token: string, message: string)
 
+# scened is stopping (SIGTERM, or the machine's shutdown): calls that change state are refused
+# until it is started again; reads go on.
+error Stopping (message: string)
+
 # Also for a session whose stored record is damaged (quarantined): the message says so.
 error NoSuchSession (session: string, message: string)
 error SessionDiscarded (session: string, message: string)

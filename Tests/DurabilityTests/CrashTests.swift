@@ -59,6 +59,7 @@ struct CrashTests {
             try workspace.setConfiguration(DaemonWorkspace.configuration(durability: durability))
             let context = "cycle \(cycle) (Durability=\(durability))"
             for client in clients { client.beginCycle() }
+            var cleanStop = false
             let daemon = try workspace.spawn()
             // Now and then the kill comes during start-up: while the WAL is recovered, the
             // schema created, the state loaded.
@@ -90,6 +91,7 @@ struct CrashTests {
                     // same guarantees.
                     try daemon.stop()
                     cleanStops += 1
+                    cleanStop = true
                 } else {
                     daemon.crash()
                     loadKills += 1
@@ -116,7 +118,10 @@ struct CrashTests {
                 // Killed before the database file was created.
                 dump = try DatabaseDump(["integrity": ["ok"], "user_version": 0, "tables": []])
             }
-            let (committed, inFlight) = try checker.check(dump, clients: clients, context: context)
+            // Only a clean stop refuses calls (Stopping); after a kill -9 none may have been.
+            let refused = clients.reduce(0) { $0 + $1.stoppingRefusals }
+            if refused > 0 && !cleanStop { throw TestFailure("\(context): \(refused) calls refused as Stopping without a stop") }
+            let (committed, inFlight) = try checker.check(dump, clients: clients, context: context, cleanStop: cleanStop)
             committedUnanswered += committed
             inFlightAtKills += inFlight
             cycle += 1

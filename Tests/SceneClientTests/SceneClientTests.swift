@@ -165,8 +165,9 @@ struct SceneClientTests {
         let running = RunningApp(app: app, socketPath: socket)
         try await eventually("s1 active") { running.recorder.callbacks.contains("didBecomeActive s1") }
 
-        // 1. A clean stop and a start on the same state directory.
-        try daemon.stop()
+        // 1. A clean stop (the app answers its didEnterBackground) and a start on the same
+        // state directory.
+        try await stopAnswering(daemon)
         daemon = try DaemonProcess(workspace)
         try await eventually("the first reattach", seconds: 300) { running.application.reattachCount == 1 && running.application.isAttached }
         try await manager(socket, "Background", ["session": "s1"])

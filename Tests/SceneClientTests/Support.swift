@@ -273,3 +273,17 @@ final class RunningApp {
         return try box.withLock { $0! }.get()
     }
 }
+
+/// SIGTERM, then the exit awaited without blocking the main actor: the stop waits for the
+/// in-process app to answer its didEnterBackground (R32), which it does on the main actor.
+func stopAnswering(_ daemon: DaemonProcess) async throws {
+    let child = daemon.child
+    child.signal(SIGTERM)
+    let deadline = Deadline(seconds: 30)
+    while child.isRunning {
+        if deadline.hasPassed { throw TestFailure("scened did not exit within 30 s of SIGTERM") }
+        await mainSleep(.milliseconds(10))
+    }
+    let status = child.finish(within: 5)
+    guard status == 0 else { throw TestFailure("scened exited with \(status) after SIGTERM: \(child.outcome)") }
+}

@@ -1,4 +1,5 @@
 import SceneCore
+import SceneInterface
 import SystemdKit
 import Varlink
 
@@ -17,6 +18,17 @@ extension MethodDispatcher {
         guard let token = c.p.string("token") else { throw .invalidParameter("token") }
         let events = try system.endInterruption(token)
         reply(c) { w in w.events(self.host.pending.events[events]) }
+    }
+
+    /// While scened stops, io.scened.Manager's calls that change state are refused (Stopping):
+    /// the reads go on, and so do the apps' own calls (their answers are what the stop waits
+    /// for) and the end of an interruption.
+    func refuseWhileStopping(_ method: ManagerMethod, isApp: Bool) throws(VarlinkError) {
+        if isApp || method.name == "EndInterruption" { return }
+        if case .anyone = method.access { return }
+        var p = JSONObject()
+        p["message"] = .string("scened is stopping: \(method.name) is refused until it is started again")
+        throw VarlinkError(name: ManagerInterface.name + ".Stopping", parameters: p)
     }
 
     /// The name of the user whose login sessions the app follows.

@@ -134,6 +134,7 @@ final class MethodDispatcher {
         let context = MethodCall(call: call, p: CallParameters(object: call.parameters), conn: conn, caller: caller)
         do {
             let concerned = try authorize(method, context)
+            if system.stop.refusesChanges { try refuseWhileStopping(method, isApp: isApp) }
             if method.launches, let concerned, try apps.parkForLaunch(concerned, context) { return }
             try method.handler(self)(context)
         } catch {

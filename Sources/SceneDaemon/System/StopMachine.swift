@@ -51,6 +51,9 @@ struct StopMachine {
     static let exitSlack = TimeSpan.seconds(5)
 
     var isStopping: Bool { phase == .backgrounding || phase == .terminating }
+    /// Calls that change state are refused from the stop's start until scened exits (or the
+    /// machine's shutdown is cancelled): what they would start, the stop would end.
+    var refusesChanges: Bool { phase != .running }
 
     /// SIGTERM or SIGINT (`forShutdown` false), or PrepareForShutdown(true).
     mutating func begin(now: Timestamp, timeout: TimeSpan, forShutdown: Bool) -> [Action] {

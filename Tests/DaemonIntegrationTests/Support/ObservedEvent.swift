@@ -93,6 +93,12 @@ struct ObservedEvent: CustomStringConvertible {
         case "timer": cause = .timer
         case "restore": cause = .restore
         case "cap": cause = .cap("")
+        case "shutdown": cause = .shutdown
+        case "interruption": cause = .interruption
+        case "lock": cause = .lock
+        case "session": cause = .session
+        case "idle": cause = .idle
+        case "sleep": cause = .sleep
         case "reclaim":
             let note = object["reclaim"]?.objectValue ?? [:]
             cause = .reclaim(ReclaimNote(level: note["level"]?.stringValue ?? "", usageBefore: UInt64(note["usageBefore"]?.intValue ?? 0),

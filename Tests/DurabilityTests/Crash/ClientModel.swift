@@ -132,6 +132,13 @@ struct ClientState: Equatable {
     /// Identifiers for what an unanswered call creates, until the daemon names it.
     static let placeholderBase: UInt64 = 1 << 62
 
+    /// A clean stop's background chain (R32): no scene stays in the foreground.
+    mutating func sendForegroundScenesToBackground() {
+        for (id, s) in sessions where s.live && (s.state == .foregroundActive || s.state == .foregroundInactive) {
+            sessions[id]!.state = .background
+        }
+    }
+
     func sameStoredState(as other: ClientState) -> Bool {
         apps == other.apps && sessions == other.sessions && tasks == other.tasks
     }

@@ -40,6 +40,8 @@ final class CrashClient: @unchecked Sendable {
     // Totals.
     private(set) var acknowledgedTotal = 0
     private(set) var errorsTotal = 0
+    /// Calls refused because scened was stopping (a clean stop), this cycle.
+    private(set) var stoppingRefusals = 0
 
     static func appPrefix(_ index: Int) -> String { "org.crash.c\(index)." }
 
@@ -58,6 +60,7 @@ final class CrashClient: @unchecked Sendable {
         namedSessions = []
         namedTasks = []
         problems = []
+        stoppingRefusals = 0
         precondition(inFlight.isEmpty, "in-flight calls must be resolved before the next cycle")
     }
 
@@ -236,6 +239,12 @@ final class CrashClient: @unchecked Sendable {
             acknowledgedTotal += 1
             return nil
         }
+        if errorName == "io.scened.Manager.Stopping" {
+            // A clean stop began: refused, nothing changed (the test checks a stop was asked for).
+            stoppingRefusals += 1
+            acknowledgedTotal += 1
+            return nil
+        }
         var next = acked
         let expected = next.apply(call, newID: newID)
         switch (expected, errorName) {
@@ -292,7 +301,10 @@ final class CrashClient: @unchecked Sendable {
     /// Matches the stored state against the acknowledged state followed by 0, 1, ... of the
     /// calls that were in flight, and adopts the first that fits. Returns the number of
     /// unacknowledged calls found committed, or a description of why nothing fits.
-    func resolve(against stored: ClientState) -> Result<(committed: Int, adoptedSessions: [UInt64], adoptedTasks: [UInt64]), TestFailure> {
+    /// After a clean stop every foreground scene went to the background (R32) once the calls
+    /// were done: that is applied to each candidate state (`cleanStop`).
+    func resolve(against stored: ClientState, cleanStop: Bool = false)
+        -> Result<(committed: Int, adoptedSessions: [UInt64], adoptedTasks: [UInt64]), TestFailure> {
         var state = acked
         var fits: Int?
         for m in 0...inFlight.count {
@@ -306,7 +318,9 @@ final class CrashClient: @unchecked Sendable {
                 }
                 _ = state.apply(call, newID: newID)
             }
-            if state.sameStoredState(as: stored) {
+            var candidate = state
+            if cleanStop { candidate.sendForegroundScenesToBackground() }
+            if candidate.sameStoredState(as: stored) {
                 fits = m
                 break
             }
@@ -318,6 +332,7 @@ final class CrashClient: @unchecked Sendable {
             lines += acked.differences(from: stored, "acknowledged", "stored").map { "    " + $0 }
             return .failure(TestFailure(lines.joined(separator: "\n")))
         }
+        if cleanStop { state.sendForegroundScenesToBackground() }
         let adoptedSessions = state.sessions.keys.filter { acked.sessions[$0] == nil && !acked.discarded.contains($0) }.sorted()
         let adoptedTasks = state.tasks.keys.filter { acked.tasks[$0] == nil }.sorted()
         acked = state

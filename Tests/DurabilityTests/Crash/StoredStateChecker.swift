@@ -26,7 +26,8 @@ struct StoredStateChecker {
     private(set) var eventsChecked = 0
 
     /// Checks the image of one crash and resolves every client's calls in flight.
-    mutating func check(_ dump: DatabaseDump, clients: [CrashClient], context: String) throws -> (committed: Int, inFlight: Int) {
+    mutating func check(_ dump: DatabaseDump, clients: [CrashClient], context: String,
+                        cleanStop: Bool = false) throws -> (committed: Int, inFlight: Int) {
         func fail(_ what: String) -> TestFailure { TestFailure("\(context): \(what)") }
         guard dump.integrity == ["ok"] else {
             throw fail("PRAGMA integrity_check: \(dump.integrity.prefix(10).joined(separator: "; "))")
@@ -107,7 +108,7 @@ struct StoredStateChecker {
         for client in clients {
             inFlight += client.inFlight.count
             let stored = try ClientState(dump: dump, client: client.index)
-            switch client.resolve(against: stored) {
+            switch client.resolve(against: stored, cleanStop: cleanStop) {
             case .failure(let f):
                 throw fail(f.message)
             case .success(let r):
