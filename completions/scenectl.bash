@@ -1,13 +1,20 @@
 # bash completion for scenectl(1), the scene session daemon's client.
 # Installed as /usr/share/bash-completion/completions/scenectl. Session ids, app ids and task
-# tokens are asked of the running daemon (scenectl list/apps/tasks --no-legend), through the
-# socket named on the command line if there is one.
+# tokens are asked of the running daemon (scenectl list/apps/tasks --no-legend; interruption
+# tokens of scenectl status --json), through the socket named on the command line if there is
+# one. After "interrupt --" the words are a command's, completed as bash completes commands.
 
 # Prints the first column of `scenectl VERB --no-legend` (one id per line), or nothing.
 __scenectl_ids() {
     local verb=$1
     scenectl "${__scenectl_socket[@]}" --no-legend --no-pager "$verb" 2>/dev/null |
         while read -r id _; do printf '%s\n' "$id"; done
+}
+
+# The tokens of the interruptions held now (scenectl status --json=short), or nothing.
+__scenectl_interruptions() {
+    scenectl "${__scenectl_socket[@]}" --json=short --no-pager status 2>/dev/null |
+        grep -o '"token" *: *"i[0-9]*"' | grep -o 'i[0-9][0-9]*'
 }
 
 # COMPREPLY from the words in $1 (separated by blanks or newlines) that start with $cur.
@@ -21,7 +28,7 @@ _scenectl() {
     local global_flags='-h --help --version -v --verbose -q --quiet -j --json --json= --legend= --no-legend --no-pager --socket'
     local verbs='status reload monitor top logs pressure simulate export-trace list show connect activate deactivate
         background disconnect discard save-state set-user-info set-footprint set-protected apps show-app
-        launch terminate memory-warning set-app-footprint tasks task help'
+        launch terminate memory-warning set-app-footprint tasks task interrupt end-interruption help'
 
     # "--opt=value": bash splits at "=" (COMP_WORDBREAKS), so the option is two words back.
     local eq=
@@ -35,7 +42,7 @@ _scenectl() {
     fi
 
     # The verb (one or two words), its positional arguments so far, and --socket.
-    local i word verb= after_dashdash=
+    local i word verb= after_dashdash= command_at=
     local -a args=()
     for ((i = 1; i < COMP_CWORD; i++)); do
         word=${COMP_WORDS[i]}
@@ -50,6 +57,11 @@ _scenectl() {
             continue
         fi
         [[ -z $after_dashdash && $word == -- ]] && { after_dashdash=1; continue; }
+        # interrupt's COMMAND: everything from its first word on is the command's.
+        if [[ $verb == interrupt && ( -n $after_dashdash || $word != -* ) ]]; then
+            command_at=$i
+            break
+        fi
         # The value of an "--opt=value" that no case below knows (--json=pretty).
         [[ -z $after_dashdash && $word == = ]] && { ((i++)); continue; }
         if [[ -z $after_dashdash && $word == -* ]]; then
@@ -59,7 +71,7 @@ _scenectl() {
                     --configuration | --footprint | --user-info | --restore-cost | --base64 | --name | \
                     --state | --condition | --policy | --budget | --svg | --generate | --seed | --size | \
                     --out | --scenarios | --seeds | --budgets | --sessions | --aging | --settle | --delay | --level | --limit | -n | --since | \
-                    --order | --legend | -d | -o)
+                    --order | --legend | -d | -o | --reason)
                     ((i++))
                     [[ ${COMP_WORDS[i]} == = ]] && ((i++))
                     ;;
@@ -75,6 +87,18 @@ _scenectl() {
             args+=("$word")
         fi
     done
+
+    # interrupt's COMMAND and its arguments, as bash completes a command line.
+    if [[ $verb == interrupt && ( -n $command_at || -n $after_dashdash ) ]]; then
+        if [[ -n $command_at ]] && declare -F _command_offset >/dev/null; then
+            _command_offset "$command_at"
+        elif [[ -n $command_at ]]; then
+            COMPREPLY=($(compgen -f -- "$cur"))
+        else
+            COMPREPLY=($(compgen -c -- "$cur"))
+        fi
+        return 0
+    fi
 
     # Option values.
     case $prev in
@@ -95,7 +119,7 @@ _scenectl() {
         --order | -o) __scenectl_reply 'footprint state name activity'; return ;;
         --lines | -n) __scenectl_reply 'all 10 50 100'; return ;;
         --since | --for | --configuration | --footprint | --user-info | --restore-cost | --base64 | --name | -d | \
-            --budget | --seed | --seeds | --budgets | --sessions | --aging | --settle | --delay)
+            --budget | --seed | --seeds | --budgets | --sessions | --aging | --settle | --delay | --reason)
             return ;;
     esac
 
@@ -117,6 +141,7 @@ _scenectl() {
             connect) own='--role --configuration --footprint --background --user-info --protected --restore-cost' ;;
             save-state) own='--base64 --clear' ;;
             'task begin') own='--app --name' ;;
+            interrupt) own='--reason' ;;
         esac
         __scenectl_reply "$global_flags $own"
         [[ ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null
@@ -141,6 +166,8 @@ _scenectl() {
             [[ $n -eq 0 ]] && __scenectl_reply "$(__scenectl_ids apps)" ;;
         memory-warning) __scenectl_reply "$(__scenectl_ids apps)" ;;
         'task end') [[ $n -eq 0 ]] && __scenectl_reply "$(__scenectl_ids tasks)" ;;
+        interrupt) [[ $n -eq 0 ]] && COMPREPLY=($(compgen -c -- "$cur")) ;;
+        end-interruption) [[ $n -eq 0 ]] && __scenectl_reply "$(__scenectl_interruptions)" ;;
         'pressure set') [[ $n -eq 0 ]] && __scenectl_reply 'warning critical' ;;
         simulate) [[ $n -eq 0 ]] && COMPREPLY=($(compgen -f -X '!*.jsonl' -- "$cur") $(compgen -d -- "$cur")) ;;
     esac

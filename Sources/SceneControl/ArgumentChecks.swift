@@ -26,6 +26,23 @@ enum Check {
         return token.description
     }
 
+    /// "i3" (or "3", as task tokens are taken) → "i3", as BeginInterruption gives them out.
+    static func interruption(_ text: String) throws(ControlError) -> String {
+        let digits = text.first == "i" ? text.dropFirst() : text[...]
+        guard let number = UInt64(digits), number > 0, String(number) == digits else {
+            throw .usage("'\(text)' is not an interruption token (i<number>, e.g. i3)")
+        }
+        return "i\(number)"
+    }
+
+    /// An interruption's reason: what the daemon accepts.
+    static func reason(_ text: String) throws(ControlError) -> String {
+        guard !text.isEmpty, text.utf8.count <= InterruptCommand.maxReasonBytes else {
+            throw .usage("invalid --reason; it must be 1 to \(InterruptCommand.maxReasonBytes) bytes")
+        }
+        return text
+    }
+
     /// One of `allowed`, for enum-valued options.
     static func oneOf(_ text: String, _ allowed: [String], option: String) throws(ControlError) -> String {
         guard allowed.contains(text) else {

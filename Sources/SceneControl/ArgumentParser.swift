@@ -10,7 +10,8 @@ struct ParsedCommand {
 }
 
 /// getopt_long-like parsing: `--name value`, `--name=value`, `-n value`, `-nvalue`, bundled
-/// short flags (`-fv`), and `--` to end options. Options before the verb must be global ones.
+/// short flags (`-fv`), and `--` to end options. Options before the verb must be global ones;
+/// a verb that runs a command takes none after the command's first word.
 enum ArgumentParser {
     static func parse(_ arguments: [String], verbs: [Verb] = Verb.all) throws(ControlError) -> ParsedCommand {
         var scan = Scan(arguments: arguments, verbs: verbs)
@@ -129,6 +130,8 @@ enum ArgumentParser {
                 command.verb = sub
             } else {
                 command.arguments.append(argument)
+                // `interrupt sleep -v 1`: -v is the command's.
+                if command.verb?.takesCommand == true { optionsEnded = true }
             }
         }
 

@@ -4,10 +4,12 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     /// The daemon refused or failed the request (InvalidTransition, InvalidArgument, ...).
     case failure = 1
     /// Bad verb, option or argument, including a malformed session id, app id or token.
+    /// (`interrupt -- COMMAND` exits with COMMAND's status instead.)
     case usage = 2
     /// The daemon cannot be reached: no socket, connection refused, or it went away.
     case unreachable = 3
-    /// No such session, app or task (NoSuchSession, SessionDiscarded, NoSuchApp, NoSuchTask).
+    /// No such session, app, task or interruption (NoSuchSession, SessionDiscarded, NoSuchApp,
+    /// NoSuchTask, NoSuchInterruption).
     case notFound = 4
     /// The caller's credentials do not allow the request (PermissionDenied), or the socket is
     /// served by someone scenectl does not trust.
@@ -18,12 +20,14 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
         0  success
         1  the daemon refused or failed the request
         2  usage error: bad command, option or argument (a malformed session id,
-           app id or task token is caught before connecting)
+           app id or token is caught before connecting)
         3  the daemon cannot be reached (no socket, connection refused, timed out,
            or the daemon went away)
-        4  no such session, app or task (including a discarded session)
+        4  no such session, app or task (including a discarded session), or no
+           such interruption
         5  permission denied: the request is for the app's owner or administrators,
            or the socket is served by a process that is not scened's
+        interrupt -- COMMAND exits with COMMAND's own status once COMMAND ran.
       """
 }
 

@@ -58,6 +58,10 @@ public final class Invocation {
         }
     }
 
+    /// What becomes readable when the daemon closes the connection opened for `call`, if it
+    /// is open and can be polled.
+    var hangUpDescriptor: Int32? { transport?.hangUpDescriptor }
+
     private func connect() throws -> ManagerTransport {
         if let transport { return transport }
         do {

@@ -70,16 +70,27 @@ public enum SceneCtl {
         throw .usage("'\(verb.name)': too many arguments (\(usage))")
     }
 
-    /// Prints "scenectl: MESSAGE" on stderr and returns the status; a closed stdout is quiet success.
+    /// Prints "scenectl: MESSAGE" on stderr and returns the status; a closed stdout is quiet
+    /// success, and a command's own exit status (`interrupt`) is passed on.
     static func report(_ error: Error, _ context: Context) -> Int32 {
-        let failure: ControlError
         switch error {
         case is OutputClosed: return ExitStatus.success.rawValue
-        case let error as ControlError: failure = error
-        case let error as VarlinkError: failure = ErrorReport.control(for: error)
-        default: failure = ControlError(.failure, "\(error)")
+        case let exit as CommandExit:
+            if let message = exit.message { try? context.err.write("scenectl: \(message)\n") }
+            return exit.status
+        default:
+            let failure = failure(for: error)
+            try? context.err.write("scenectl: \(failure.message)\n")
+            return failure.status.rawValue
         }
-        try? context.err.write("scenectl: \(failure.message)\n")
-        return failure.status.rawValue
+    }
+
+    /// What a failure means for the exit status, and its message.
+    static func failure(for error: Error) -> ControlError {
+        switch error {
+        case let error as ControlError: error
+        case let error as VarlinkError: ErrorReport.control(for: error)
+        default: ControlError(.failure, "\(error)")
+        }
     }
 }

@@ -70,11 +70,30 @@ struct TopScreen {
         let live = Check.sceneStates.compactMap { state in byState[state].map { "\($0) \(Self.shortState(state))" } }
         return [
             first,
+            systemLine(now: now),
             "Apps:     \(int("apps")) (\(int("runningApps")) running, \(int("suspendedApps")) suspended); "
                 + "\(int("backgroundTasks")) background task\(int("backgroundTasks") == 1 ? "" : "s")",
             "Sessions: \(counts.integer("total") ?? 0) (\(counts.integer("live") ?? 0) live, "
                 + "\(counts.integer("archived") ?? 0) archived)" + (live.isEmpty ? "" : ": " + live.joined(separator: ", ")),
-        ]
+        ].compactMap { $0 }
+    }
+
+    /// "System:   1 interruption: i1 "call" 12s ago; locked: alice (lock, 5min ago); login
+    /// followed", the stop and sleep first; nil from a daemon without the system's holds.
+    private func systemLine(now: UInt64) -> String? {
+        guard let system = status.object("system") else { return nil }
+        let age = { (object: JSONObject) in TimeFormatter.relative(object.integer("since") ?? 0, now: Int64(clamping: now)) }
+        var parts: [String] = []
+        if system.flag("stopping") == true { parts.append("STOPPING") }
+        if system.flag("sleeping") == true { parts.append("SLEEPING") }
+        let held = system.objects("interruptions")
+        let list = held.map { "\($0.text("token") ?? "?") \"\($0.text("reason") ?? "")\" \(age($0))" }
+        parts.append(held.isEmpty ? "no interruption" : Format.count(held.count, "interruption") + ": " + list.joined(separator: ", "))
+        let locked = system.objects("locked")
+        let users = locked.map { "\($0.text("user") ?? "?") (\($0.text("cause") ?? "?"), \(age($0)))" }
+        parts.append(locked.isEmpty ? "nobody locked" : "locked: " + users.joined(separator: ", "))
+        parts.append("login " + (system.text("login") ?? "?"))
+        return "System:   " + parts.joined(separator: "; ")
     }
 
     /// "Pressure: warning [#####....|..|.]  7.2G/8.0G 90%", the marks at the watermarks, and

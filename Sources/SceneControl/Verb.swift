@@ -17,6 +17,8 @@ public struct Verb: Sendable {
     public var streaming: Bool
     /// Its output may go through a pager: not for what streams or redraws the screen.
     public var pages: Bool
+    /// Its arguments are a command to run: options end at the first of them, as with env(1).
+    public var takesCommand: Bool
     public var run: @Sendable (Invocation) throws -> Void
 
     public enum Section: String, Sendable, CaseIterable {
@@ -24,11 +26,12 @@ public struct Verb: Sendable {
         case sessions = "Sessions"
         case apps = "Apps"
         case tasks = "Background tasks"
+        case system = "Interruptions"
     }
 
     public init(_ name: String, section: Section, synopsis: String = "", summary: String, details: String = "",
-                options: [OptionSpec] = [], arguments: ClosedRange<Int> = 0...0, streaming: Bool = false,
-                pages: Bool? = nil, run: @escaping @Sendable (Invocation) throws -> Void) {
+                options: [OptionSpec] = [], arguments: ClosedRange<Int> = 0...0, takesCommand: Bool = false,
+                streaming: Bool = false, pages: Bool? = nil, run: @escaping @Sendable (Invocation) throws -> Void) {
         self.name = name
         self.section = section
         self.synopsis = synopsis
@@ -38,6 +41,7 @@ public struct Verb: Sendable {
         self.arguments = arguments
         self.streaming = streaming
         self.pages = pages ?? !streaming
+        self.takesCommand = takesCommand
         self.run = run
     }
 
@@ -48,6 +52,7 @@ public struct Verb: Sendable {
         .saveState, .setUserInfo, .setFootprint, .setProtected,
         .apps, .showApp, .launch, .terminate, .memoryWarning, .setAppFootprint,
         .tasks, .taskBegin, .taskEnd,
+        .interrupt, .endInterruption,
     ]
 
     /// The verb run when none is given, as loginctl lists sessions.

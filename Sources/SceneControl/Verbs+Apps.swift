@@ -11,10 +11,13 @@ extension Verb {
         })
 
     static func appTable(_ apps: [JSONObject]) -> Table {
-        var table = Table([.init("APP"), .init("PROCESS"), .init("STATE"), .init("SESSIONS", right: true),
-                           .init("LIVE", right: true), .init("TASKS", right: true), .init("FOOTPRINT", right: true),
-                           .init("ATTACHED", right: true)],
-                          footer: Table.count(apps.count, "app", "apps"))
+        // A HOLD column only while the system holds some app down, as -v's DETAIL column.
+        let held = apps.contains { ($0.text("hold") ?? "none") != "none" }
+        var columns: [Table.Column] = [.init("APP"), .init("PROCESS"), .init("STATE"), .init("SESSIONS", right: true),
+                                       .init("LIVE", right: true), .init("TASKS", right: true), .init("FOOTPRINT", right: true),
+                                       .init("ATTACHED", right: true)]
+        if held { columns.append(.init("HOLD")) }
+        var table = Table(columns, footer: Table.count(apps.count, "app", "apps"))
         for app in apps {
             let footprint = (app.integer("baseFootprint") ?? 0) + (app.integer("sceneFootprint") ?? 0)
             // UIKit's application state describes a running process; a stopped one has none.
@@ -24,9 +27,16 @@ extension Verb {
                 String(app.integer("sessions") ?? 0), String(app.integer("liveSessions") ?? 0),
                 String(app.objects("tasks").count), ByteSize.format(footprint),
                 attachedText(app) ?? "-",
-            ])
+            ] + (held ? [app.text("hold") == "none" ? "-" : holdText(app) ?? "-"] : []))
         }
         return table
+    }
+
+    /// "inactive (interruption)", "none"; nil from a daemon that does not say.
+    static func holdText(_ app: JSONObject) -> String? {
+        guard let level = app.text("hold") else { return nil }
+        guard level != "none" else { return "none" }
+        return level + (app.text("holdCause").map { " (\($0))" } ?? "")
     }
 
     /// "pid N", with "frozen" for a started app's frozen process.
@@ -62,6 +72,9 @@ extension Verb {
         }
         if let suspends = app.integer("suspendsAt") { block.add("Suspends", time.timestampWithRelative(suspends, now: now)) }
         block.add("State", process == "notRunning" ? "- (not running)" : app.text("state") ?? "?")
+        // Which user's login sessions hold the app, and how far the system holds it now.
+        if let user = app.text("follows") { block.add("Follows", user) }
+        if let hold = holdText(app) { block.add("Hold", hold) }
         block.add("Launches", String(int("launches")))
         block.add("Sessions", "\(int("sessions")) (\(int("liveSessions")) live)")
         block.add("Scenes", "\(int("foregroundActiveScenes")) foreground-active, \(int("foregroundInactiveScenes")) foreground-inactive, \(int("backgroundScenes")) background")

@@ -4,7 +4,7 @@ import Varlink
 extension Verb {
     static let status = Verb(
         "status", section: .daemon, summary: "Show the daemon's state",
-        details: "Version, process, uptime, socket, apps, sessions, scenes, tasks, the next event sequence number and the number of connected clients, like systemctl status.",
+        details: "Version, process, uptime, socket, apps, sessions, scenes, tasks, what the system holds (how logind is followed, locked users, held interruptions, a sleep or a stop), the next event sequence number and the number of connected clients, like systemctl status.",
         run: { invocation in
             let reply = try invocation.call("GetStatus")
             if invocation.global.json { return try invocation.json(reply) }
@@ -26,6 +26,8 @@ extension Verb {
         block.add("Sessions", "\(count("total")) (\(count("live")) live, \(count("archived")) archived)")
         block.add("Scenes", "\(int("foregroundActiveScenes")) foreground-active")
         block.add("Tasks", "\(int("backgroundTasks")) background")
+        // The system's holds came with issue 35; older daemons omit them.
+        if let system = status.object("system") { addSystem(system, to: &block, time: time, now: now) }
         // Memory and configuration came with the pressure work; older daemons omit them.
         if let usage = status.integer("usage"), let budget = status.integer("budget") {
             block.add("Memory", "\(ByteSize.format(usage)) of \(ByteSize.format(budget)) budget, pressure \(status.text("pressure") ?? "unknown")")
@@ -44,6 +46,37 @@ extension Verb {
         block.add("Next seq", String(int("nextSeq")))
         block.add("Clients", String(int("connections")))
         return block.render()
+    }
+
+    /// status.system: how logind is followed, locked users, held interruptions, sleep and stop.
+    static func addSystem(_ system: JSONObject, to block: inout Block, time: TimeFormatter, now: UInt64) {
+        block.add("Login", system.text("login") ?? "unknown")
+        let locked = system.objects("locked").map { user in
+            "\(userName(user)): \(user.text("cause") ?? "?") since \(time.timestampWithRelative(user.integer("since") ?? 0, now: now))"
+        }
+        if !locked.isEmpty { block.add("Locked", locked.joined(separator: "\n")) }
+        let interruptions = system.objects("interruptions").map { held in
+            "\(held.text("token") ?? "?") \"\(held.text("reason") ?? "")\" since "
+                + time.timestampWithRelative(held.integer("since") ?? 0, now: now)
+        }
+        if !interruptions.isEmpty { block.add("Interrupted", interruptions.joined(separator: "\n")) }
+        let states = systemStates(system)
+        if !states.isEmpty { block.add("System", states.joined(separator: ", ")) }
+    }
+
+    /// "alice (uid 1000)", or the uid alone for a user without a name.
+    static func userName(_ user: JSONObject) -> String {
+        let uid = user.integer("uid").map(String.init) ?? "?"
+        guard let name = user.text("user"), !name.isEmpty, name != uid else { return "uid \(uid)" }
+        return "\(name) (uid \(uid))"
+    }
+
+    /// What the whole system is doing to the scenes beyond locks and interruptions.
+    static func systemStates(_ system: JSONObject) -> [String] {
+        var states: [String] = []
+        if system.flag("sleeping") == true { states.append("sleeping (scenes in the background, apps frozen)") }
+        if system.flag("stopping") == true { states.append("stopping (scenes saved, then started apps terminated)") }
+        return states
     }
 
     /// The daemon's entry for a quarantined row (SceneDaemon's MessageID.rowQuarantined).

@@ -6,7 +6,7 @@ extension Verb {
     static let top = Verb(
         "top", section: .daemon, synopsis: "[--delay DURATION] [--order KEY]",
         summary: "Show sessions, apps, memory pressure and reclaim live (q quits)",
-        details: "A full-screen view in the manner of systemd-cgtop: apps and sessions by state with their footprints, the pressure gauge against the budget and its watermarks (|), and the latest reclaim actions. It follows the event stream and asks for status, pressure, apps and sessions again after each change (at most 4 times a second) and every DURATION. Keys: q quits; f, s, n, a sort by footprint, state, name, last activity; r reverses; space refreshes. Without a terminal it prints one screen and exits.",
+        details: "A full-screen view in the manner of systemd-cgtop: what the system holds (a stop or sleep, held interruptions, locked users, how logind is followed), apps and sessions by state with their footprints, the pressure gauge against the budget and its watermarks (|), and the latest reclaim actions. It follows the event stream and asks for status, pressure, apps and sessions again after each change (at most 4 times a second) and every DURATION. Keys: q quits; f, s, n, a sort by footprint, state, name, last activity; r reverses; space refreshes. Without a terminal it prints one screen and exits.",
         options: [
             OptionSpec("delay", short: "d", value: "DURATION", "Refresh at least this often (default: 2s)"),
             OptionSpec("order", short: "o", value: "KEY", "Sort by footprint (default), state, name or activity"),

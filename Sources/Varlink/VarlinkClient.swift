@@ -45,6 +45,10 @@ public final class VarlinkClient {
 
     public var isClosed: Bool { fd < 0 }
 
+    /// The socket, for poll(2) beside other descriptors (-1 once closed); reading or writing it
+    /// directly would break the framing.
+    public var descriptor: Int32 { fd }
+
     /// Who serves the socket, as the kernel recorded it when the server called listen(2) or
     /// accepted (SO_PEERCRED); for checking the server before sending it anything.
     public var serverCredentials: (pid: Int32, uid: UInt32, gid: UInt32)? {

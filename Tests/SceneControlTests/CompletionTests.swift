@@ -88,6 +88,28 @@ import Varlink
         }
     }
 
+    @Test(.timeLimit(.minutes(1))) func interruptionTokensAndTheCommandAfterInterrupt() throws {
+        let daemon = try DaemonProcess(try Workspace())
+        defer { try? daemon.stop() }
+        // An interruption lasts as long as its connection: hold one open.
+        let shell = try VarlinkClient(path: daemon.socketPath, timeout: .seconds(10))
+        defer { shell.close() }
+        let token = try #require(try shell.call("io.scened.Manager.BeginInterruption", ["reason": "call"])["token"]?.stringValue)
+        let socket = ["SCENED_SOCKET": daemon.socketPath]
+        #expect(try Self.complete(["scenectl", "end-interruption", ""], environment: socket) == [token])
+        #expect(try Self.complete(["scenectl", "--socket", daemon.socketPath, "end-interruption", "i"]) == [token])
+        #expect(try Self.complete(["scenectl", "end-interruption", token, ""], environment: socket) == [])
+
+        // After interrupt: a command, then that command's arguments (files without
+        // bash-completion's _command_offset, which --norc does not load).
+        #expect(try Self.complete(["scenectl", "interrupt", "--", "slee"]).contains("sleep"))
+        #expect(try Self.complete(["scenectl", "interrupt", "--reason", "x", "slee"]).contains("sleep"))
+        #expect(try Self.complete(["scenectl", "interrupt", "-"]).contains("--reason"))
+        let root = packageRoot()
+        #expect(try Self.complete(["scenectl", "interrupt", "--", "ls", root + "/Packag"]) == [root + "/Package.swift"])
+        #expect(try Self.complete(["scenectl", "interrupt", "ls", "--rea"]) == [], "the command's options are not scenectl's")
+    }
+
     @Test func zshScriptParses() throws {
         let zsh = try SystemTools.require("zsh", for: "checking the zsh completion")
         let parsed = try run([zsh, "-n", Self.zshScript], timeout: 30)

@@ -53,6 +53,8 @@ import Varlink
         (["monitor"], "Monitor", [:], true),
         (["monitor", "--app", "com.example.mail", "--session", "s2", "--since", "100"], "Monitor",
          ["app": "com.example.mail", "session": "s2", "since": 100], true),
+        (["end-interruption", "i3"], "EndInterruption", ["token": "i3"], false),
+        (["end-interruption", "12"], "EndInterruption", ["token": "i12"], false),
     ]
 
     @Test(arguments: mappings) func commandBecomesCall(_ arguments: [String], _ method: String, _ parameters: JSONObject, _ more: Bool) {
@@ -68,8 +70,9 @@ import Varlink
             if let name = try ArgumentParser.parse(arguments).verb?.name { mapped.insert(name) }
         }
         // logs reads the journal and simulate replays a trace locally: neither calls the daemon;
-        // top makes several calls (TopTests); pressure chart writes a file (its own test below).
-        #expect(mapped == Set(Verb.all.map(\.name)).subtracting(["logs", "simulate", "top", "pressure chart"]))
+        // top makes several calls (TopTests), and so does interrupt, its beginning and its end
+        // (InterruptTests); pressure chart writes a file (its own test below).
+        #expect(mapped == Set(Verb.all.map(\.name)).subtracting(["logs", "simulate", "top", "pressure chart", "interrupt"]))
     }
 
     @Test func pressureChartAsksForTheHistoryAndWritesTheChart() throws {

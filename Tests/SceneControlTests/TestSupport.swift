@@ -98,7 +98,8 @@ func ctl(_ arguments: [String], replies: [String: [Result<JSONObject, VarlinkErr
          environment: [String: String] = [:], existing: Set<String> = [], uid: uid_t = 1000,
          connectError: VarlinkClientError? = nil, terminal: Bool = false,
          executables: Set<String> = ["/usr/bin/less"],
-         beforeReply: ((_ index: Int, _ outSoFar: String) -> Void)? = nil) -> CtlResult {
+         beforeReply: ((_ index: Int, _ outSoFar: String) -> Void)? = nil,
+         shouldStop: @escaping () -> Bool = { false }) -> CtlResult {
     let out = CapturedOutput(), err = CapturedOutput()
     let transport = RecordingTransport(replies)
     if let beforeReply { transport.beforeReply = { beforeReply($0, out.text) } }
@@ -111,7 +112,7 @@ func ctl(_ arguments: [String], replies: [String: [Result<JSONObject, VarlinkErr
             if let connectError { throw connectError }
             return transport
         },
-        now: { testNow }, utc: true, stdoutIsTerminal: terminal, variable: { environment[$0] },
+        now: { testNow }, utc: true, shouldStop: shouldStop, stdoutIsTerminal: terminal, variable: { environment[$0] },
         executable: { executables.contains($0) },
         startPager: { choice in
             pagers.append(choice)
