@@ -68,10 +68,9 @@ enum StopSupport {
     }
 
     /// An app (for `[Launch] ExecStart=`) that attaches from $SCENED_SOCKET as $SCENED_APP,
-    /// ignores SIGTERM and never answers anything: it goes only with SIGKILL. With an argument,
-    /// it first asks for a scene (then owes didEnterBackground at a stop too).
+    /// ignores SIGTERM and never answers anything: it goes only with SIGKILL.
     static let silentApp = #"""
-    import json, os, signal, socket, sys, time
+    import json, os, signal, socket, time
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     path, app = os.environ["SCENED_SOCKET"], os.environ["SCENED_APP"]
     def call(s, method, params, more=False):
@@ -80,9 +79,6 @@ enum StopSupport {
         s.sendall(json.dumps(m).encode() + b"\0")
     attach = socket.socket(socket.AF_UNIX); attach.connect(path)
     call(attach, "Attach", {}, more=True)
-    if len(sys.argv) > 1:
-        calls = socket.socket(socket.AF_UNIX); calls.connect(path)
-        call(calls, "RequestSceneSessionActivation", {})
     print("silent app attached", flush=True)
     while attach.recv(65536): pass
     time.sleep(600)
