@@ -189,7 +189,7 @@ extension SystemTests {
     }
 
     /// Writes `text` to `path` as the desk user (the directories too).
-    private func deskWrite(_ ns: UserManagerNamespace, _ path: String, _ text: String) throws {
+    func deskWrite(_ ns: UserManagerNamespace, _ path: String, _ text: String) throws {
         let result = ns.asDesk(["/bin/sh", "-c", "mkdir -p \"$(dirname \"$1\")\" && printf '%s' \"$2\" > \"$1\"", "sh", path, text])
         guard result.succeeded else { throw HarnessError("cannot write \(path) as the desk user:\n\(result)") }
     }

@@ -27,6 +27,8 @@ struct AttachmentTable {
         var awaiting: [UInt64: Awaited] = [:]
         /// Deadlines missed, for the overrun count and the shortened reclaim grace.
         var overruns = 0
+        /// The app was terminated: its process is on its way out and cannot be hung any more.
+        var terminated = false
     }
 
     enum AttachOutcome: Equatable { case attached, alreadyAttached(pid: Int32) }
@@ -87,9 +89,10 @@ struct AttachmentTable {
             kind = 1
             deadline = now + deadlines.willTerminate
         case .terminated:
-            // The process is gone: a didEnterBackground it owed can no longer hang it. What it
-            // owes for willTerminate stays (the answer says it has saved and may be killed).
-            byApp[e.app]!.awaiting = byApp[e.app]!.awaiting.filter { $0.value.name == .willTerminate }
+            // A didEnterBackground it owes can no longer hang it, but its answer, which R33's
+            // chain before willTerminate awaits, may still carry the scene's data until its
+            // deadline. What it owes for willTerminate stays (it has saved and may be killed).
+            byApp[e.app]!.terminated = true
             return nil
         default:
             return nil
@@ -133,6 +136,7 @@ struct AttachmentTable {
                 queues[kind].removeFront()
                 guard let awaited = byApp[front.app]?.awaiting[front.seq] else { continue }
                 byApp[front.app]!.awaiting[front.seq] = nil
+                if kind == 0 && byApp[front.app]!.terminated { continue }
                 byApp[front.app]!.overruns += 1
                 remember(missed: front.seq, app: front.app)
                 out.append(kind == 0 ? .hung(front.app, awaited) : .overran(front.app, awaited))
