@@ -62,10 +62,17 @@ struct StopMachine {
         case .backgrounding, .terminating:
             // A second signal: stop waiting. logind's second word changes nothing.
             guard !forShutdown else { return [] }
+            if self.forShutdown {
+                // The service manager's SIGTERM during the shutdown's chain (logind waited for
+                // no inhibitor) is the first: the chain goes on, then scened exits.
+                self.forShutdown = false
+                return []
+            }
             phase = .finished
             return [.killLeft, .exit]
         case .finished:
-            return forShutdown ? [.exit] : []
+            // After the shutdown's chain, the service manager's SIGTERM ends scened.
+            return forShutdown ? [] : [.exit]
         }
     }
 
