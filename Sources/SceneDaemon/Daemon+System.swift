@@ -27,9 +27,16 @@ extension Daemon {
         requestPass()
     }
 
-    /// Each pass: what the stop and sleep wait for may be done.
-    func stepSystem() {
-        guard system.stop.isStopping || system.sleep.nextDeadline != nil else { return }
+    /// A stop or a sleep waits for the loop to settle: a finished commit may be what it waits for.
+    var systemAwaitsSettling: Bool { system.stop.isStopping || system.sleep.nextDeadline != nil }
+
+    /// Each pass: what the stop and sleep wait for may be done. True if a machine moved on: its
+    /// next step may be due at once, and only a pass takes it (not the deadline's timer).
+    @discardableResult
+    func stepSystem() -> Bool {
+        guard systemAwaitsSettling else { return false }
+        let stopPhase = system.stop.phase
+        let sleepPhase = system.sleep.phase
         let now = host.clock.now()
         let settled = !host.isCommitting && !host.hasPending
         let owes = apps.attachments.owesAnswers
@@ -43,6 +50,7 @@ extension Daemon {
                                          frozen: settled && apps.launches.frozenAsWanted)
             carryOut(sleep: system.sleep.step(view))
         }
+        return system.stop.phase != stopPhase || system.sleep.phase != sleepPhase
     }
 
     func carryOut(stop actions: [StopMachine.Action]) {

@@ -264,10 +264,10 @@ final class Daemon {
         rearmEngineTimer()
         rearmAppTimer()
         rearmMeasureTimer()
-        stepSystem()
+        let systemMoved = stepSystem()
         rearmSystemTimer()
         if watchdog.passCompleted(now: loop.nowMonotonic) { ServiceManager.notify("WATCHDOG=1") }
-        if server.takePassRequest() || apps.wantsPass { requestPass() }
+        if server.takePassRequest() || apps.wantsPass || systemMoved { requestPass() }
     }
 
     /// Hands the gathered changes to the commit thread (or settles a batch that changed
@@ -299,7 +299,7 @@ final class Daemon {
         server.flush()
         publishCommitted()
         server.flush()
-        if server.takePassRequest() || apps.wantsPass { requestPass() }
+        if server.takePassRequest() || apps.wantsPass || systemAwaitsSettling { requestPass() }
     }
 
     /// Publishes the events of the batches settled since the last time, once their replies
