@@ -56,10 +56,10 @@ func lockFigures() throws {
     if bus != nil {
         say("  lock → willResignActive read:   \(Spread(lock.resign).summary)")
         say("  lock → didEnterBackground read: \(Spread(lock.background).summary)")
-        say("  lock, engine made the events: first at \(Spread(lock.madeFirst).summary); last at \(Spread(lock.madeLast).summary)")
+        say("  lock, when the engine made a round's events (event time − t0): \(lock.madeLine)")
     }
     say("  interruption → willResignActive read: \(Spread(interruption.resign).summary)")
-    say("  interruption, engine made the events: first at \(Spread(interruption.madeFirst).summary); last at \(Spread(interruption.madeLast).summary)")
+    say("  interruption, when the engine made a round's events (event time − t0): \(interruption.madeLine)")
     if bus != nil {
         let p99 = Spread(lock.resign).p99
         say("  → lock, every scene resigned and delivered: p99 \(ms(p99)) vs target p99 ≤ 50 ms: \(p99 <= 0.050 ? "met" : "MISSED") (\(lock.roundsWithin) of \(rounds) rounds within it on their own)")
@@ -127,6 +127,12 @@ struct LockSamples {
     /// CPU seconds the daemon and the bench used in these rounds.
     var daemonCPU = 0.0
     var benchCPU = 0.0
+
+    /// When the engine made each round's first and last event, over the rounds.
+    var madeLine: String {
+        let first = Spread(madeFirst), last = Spread(madeLast)
+        return "the first p50 \(ms(first.p50)), max \(ms(first.max)); the last p50 \(ms(last.p50)), max \(ms(last.max))"
+    }
 
     /// Runs a round, keeps its samples and the CPU it cost.
     mutating func measure(_ daemon: BenchDaemon, _ round: () throws -> RoundResult) throws -> RoundResult {
