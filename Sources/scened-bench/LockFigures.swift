@@ -45,7 +45,7 @@ func lockFigures() throws {
         var line = "  round \(round):"
         if let bus {
             let r = try lock.measure(daemon) { try lockRound(fleet, bus) }
-            line += " lock → resigned \(r.resign.summary), background \(r.background.summary);"
+            line += " lock (engine at \(ms(r.madeFirst)), Lock call \(ms(r.busCall))) → resigned \(r.resign.summary), background \(r.background.summary);"
         }
         let r = try interruption.measure(daemon) { try interruptionRound(fleet) }
         say(line + " interruption → resigned \(r.resign.summary)")
@@ -57,6 +57,7 @@ func lockFigures() throws {
         say("  lock → willResignActive read:   \(Spread(lock.resign).summary)")
         say("  lock → didEnterBackground read: \(Spread(lock.background).summary)")
         say("  lock, when the engine made a round's events (event time − t0): \(lock.madeLine)")
+        say("  lock, the helper's Lock call (the mock replies after it emitted the signal): \(Spread(lock.busCalls).summary)")
     }
     say("  interruption → willResignActive read: \(Spread(interruption.resign).summary)")
     say("  interruption, when the engine made a round's events (event time − t0): \(interruption.madeLine)")
@@ -113,6 +114,8 @@ struct RoundResult {
     var background: Spread
     var madeFirst: Double
     var madeLast: Double
+    /// The helper's Lock call, from its send to the mock's reply (sent after the signal).
+    var busCall: Double = 0
 }
 
 /// Samples pooled over rounds.
@@ -121,6 +124,7 @@ struct LockSamples {
     var background: [Double] = []
     var madeFirst: [Double] = []
     var madeLast: [Double] = []
+    var busCalls: [Double] = []
     /// Rounds whose own p99 was within 50 ms.
     var roundsWithin = 0
 
@@ -144,6 +148,7 @@ struct LockSamples {
         background += r.background.values
         madeFirst.append(r.madeFirst)
         madeLast.append(r.madeLast)
+        busCalls.append(r.busCall)
         if r.resign.p99 <= 0.050 { roundsWithin += 1 }
         return r
     }
@@ -159,11 +164,11 @@ private func lockRound(_ fleet: SystemFleet, _ bus: LogindBus) throws -> RoundRe
     try fleet.pump(timeout: 30, "lock") {
         fleet.received(.willResignActive) == n && fleet.received(.didEnterBackground) == n && fleet.acksAnswered == fleet.acksSent
     }
-    _ = try bus.reply()
+    let busCall = try bus.reply()
     let made = fleet.madeSpan(.willResignActive, sinceWall: wall0)
     let result = RoundResult(resign: Spread(fleet.latencies(.willResignActive, since: t0)),
                              background: Spread(fleet.latencies(.didEnterBackground, since: t0)),
-                             madeFirst: made.first, madeLast: made.last)
+                             madeFirst: made.first, madeLast: made.last, busCall: busCall)
     fleet.clearReceipts()
     try bus.send("unlock")
     try fleet.pump(timeout: 30, "unlock") { fleet.received(.didBecomeActive) == n }
