@@ -140,6 +140,9 @@ final class BenchPoller {
         do { try set.add(member, token: UInt64(token), events: .readable) } catch { throw BenchError("epoll_ctl: \(error)") }
     }
 
+    /// Stops watching a member (one at EOF would be ready at every wait).
+    func remove(_ member: Int32) { set.remove(member) }
+
     /// The tokens of the members ready within `milliseconds`.
     func wait(milliseconds: Int32, _ body: (Int) -> Void) {
         set.wait(timeout: milliseconds) { token, _ in body(Int(token)) }

@@ -10,6 +10,8 @@ final class BenchDaemon {
     let stateDirectory: String
     private(set) var pid: pid_t = 0
     private(set) var readyAfter: Double = 0
+    /// Added to the daemon's environment at each start (e.g. DBUS_SYSTEM_BUS_ADDRESS=).
+    var environment: [String] = []
 
     init(binary: String, directory: String) {
         self.binary = binary
@@ -32,6 +34,7 @@ final class BenchDaemon {
         let args = [binary, "--socket", socket, "--state-dir", stateDirectory, "--config", configPath]
         var env = ["NOTIFY_SOCKET=\(notifyPath)", "SWIFT_BACKTRACE=enable=no"]
         if let path = getenv("PATH") { env.append("PATH=" + String(cString: path)) }
+        env += environment
         let logPath = directory + "/scened.log"
         let start = now()
         pid = try spawn(args, env: env, stdoutPath: "/dev/null", stderrPath: logPath)
@@ -63,6 +66,16 @@ final class BenchDaemon {
         var status: Int32 = 0
         waitpid(pid, &status, 0)
         pid = 0
+    }
+
+    /// Whether the daemon has exited (reaped now, without waiting): a stop's end, as its
+    /// parent sees it.
+    func reapIfExited() -> Bool {
+        guard pid > 0 else { return true }
+        var status: Int32 = 0
+        guard waitpid(pid, &status, WNOHANG) == pid else { return false }
+        pid = 0
+        return true
     }
 
     /// Resident set size of the daemon, bytes.

@@ -3,8 +3,10 @@
 // others (fairness, hostile), and a thousand attached apps' delivery latency and acknowledged
 // transitions (apps), ProcessKit's spawn, cgroup freeze and SIGSTOP latencies (processes;
 // the cgroup part needs root), and apps scened starts itself: cold launch, freeze/thaw and
-// measured memory against the kernel's figures (launch). Release build:
-//   swift build -c release && .build/release/scened-bench [daemon|list|durable|startup|stored|fill|logging|fairness|hostile|hostile-monitors|hostile-idle|apps|processes|launch|all]
+// measured memory against the kernel's figures (launch), and what the system does to a
+// thousand attached apps: a SIGTERM stop that commits their state (stop), a logind lock and a
+// shell's interruption reaching every scene (lock). Release build:
+//   swift build -c release && .build/release/scened-bench [daemon|list|durable|startup|stored|fill|logging|fairness|hostile|hostile-monitors|hostile-idle|apps|stop|lock|processes|launch|all]
 // startup fills its stores through SceneCore and SceneStore (StoreFill.swift); `fill --state-dir D
 // [--startup-sessions N] [--archived]` makes one such store alone, to start scened on by hand.
 // Figures depend on the machine and its load: compare the lines of one run with each other.
@@ -308,6 +310,8 @@ do {
     case "fairness": try fairnessFigures()
     case "hostile": try hostileFigures()
     case "apps": try appFigures()
+    case "stop": try stopFigures()
+    case "lock": try lockFigures()
     case "processes": try processFigures()
     case "launch": try launchFigures()
     case "hostile-monitors":
@@ -326,10 +330,12 @@ do {
         try fairnessFigures()
         try hostileFigures()
         try appFigures()
+        try stopFigures()
+        try lockFigures()
         try processFigures()
         try launchFigures()
     default:
-        say("usage: scened-bench [daemon|list|durable|startup|stored|saved|fill|logging|fairness|hostile|hostile-monitors|hostile-idle|apps|processes|launch|all] [--seconds S] [--sessions N] [--startup-sessions N] [--saved-sessions N] [fill: --state-dir D --archived --restoration-bytes B] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [processes: --rounds N] [launch: --rounds N --copies K --hold-mib M]")
+        say("usage: scened-bench [daemon|list|durable|startup|stored|saved|fill|logging|fairness|hostile|hostile-monitors|hostile-idle|apps|stop|lock|processes|launch|all] [--seconds S] [--sessions N] [--startup-sessions N] [--saved-sessions N] [fill: --state-dir D --archived --restoration-bytes B] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [stop: --apps N --repeats K --durability D] [lock: --apps N --rounds R --durability D] [processes: --rounds N] [launch: --rounds N --copies K --hold-mib M]")
         exit(2)
     }
 } catch {

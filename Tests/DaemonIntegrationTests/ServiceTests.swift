@@ -34,6 +34,41 @@ struct ServiceTests {
         #expect(access(workspace.socketPath, F_OK) != 0, "the socket file was left behind")
     }
 
+    @Test("SIGTERM with nothing to wait for exits at once, not at StopTimeoutSec=", arguments: [true, false])
+    func stopWithNothingToWaitFor(withNotify: Bool) throws {
+        // Without logind's retries nothing else wakes the loop: only the stop's own passes.
+        let workspace = try Workspace(configuration: Workspace.calmConfiguration + "\n[System]\nFollowLogin=no")
+        let daemon = try DaemonProcess(workspace, withNotify: withNotify)
+        _ = try daemon.call("Connect", ["app": "com.example.quickstop"])
+        let start = monotonicSeconds()
+        try daemon.stop(SIGTERM, timeout: 30)
+        let seconds = monotonicSeconds() - start
+        // The default StopTimeoutSec= is 20 s; the stop itself takes milliseconds.
+        #expect(seconds < 2, "SIGTERM → exit took \(seconds) s")
+    }
+
+    @Test("SIGTERM with an app that answers at once: the exit follows the answer, its data is saved")
+    func stopAfterTheAnswer() throws {
+        let workspace = try Workspace(configuration: Workspace.calmConfiguration + "\n[System]\nFollowLogin=no")
+        let daemon = try DaemonProcess(workspace)
+        let attached = try AttachedApp(daemon, app: "com.example.quickstop")
+        _ = try attached.events(through: "didFinishLaunching")
+        let session = try attached.call("RequestSceneSessionActivation")["session"]?.stringValue ?? "?"
+        _ = try attached.events(through: "didBecomeActive")
+        let start = monotonicSeconds()
+        daemon.child.signal(SIGTERM)
+        let background = try attached.events(through: "didEnterBackground").last!
+        try attached.call("Acknowledge", ["seq": .int(Int64(background.seq)), "restoration": ["json": ["count": 3]]])
+        #expect(daemon.child.wait(seconds: 30), "no exit within 30 s of SIGTERM")
+        let seconds = monotonicSeconds() - start
+        #expect(daemon.child.exitStatus == 0)
+        #expect(seconds < 2, "SIGTERM → exit took \(seconds) s with the answer in at once")
+        let again = try DaemonProcess(workspace)
+        let saved = try again.call("GetSession", ["session": .string(session)])
+        #expect(saved["session"]?["restoration"]?["json"]?["count"]?.intValue == 3, "the answer's data was not saved: \(saved)")
+        try again.stop()
+    }
+
     @Test("SIGINT also shuts down cleanly (exit 0, STOPPING=1)")
     func sigint() throws {
         let daemon = try DaemonProcess(try Workspace())
@@ -148,4 +183,10 @@ struct ServiceTests {
         #expect(child.wait(seconds: 10))
         #expect(child.exitStatus == 0, "\(child.outcome); stderr:\n\(child.stderr)")
     }
+}
+
+private func monotonicSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
