@@ -18,7 +18,7 @@ struct SceneClientTests {
     /// delegates saw exactly their callbacks and SceneClient exactly their sequence numbers.
     func checkSameAsMonitor(_ feed: MonitorFeed, _ running: RunningApp, _ context: String) throws {
         let events = try feed.wait("terminated (\(context))") { $0["event"]?.stringValue == "terminated" }
-        let expected = events.flatMap(expectedCallbacks)
+        let expected = expectedCallbacks(for: events)
         #expect(running.recorder.callbacks == expected, """
             \(context): the delegates' callbacks differ from the Monitor's events
             monitor:   \(events.map(describe))
