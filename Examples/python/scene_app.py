@@ -4,7 +4,10 @@
 It attaches as its app (Attach with more: one reply per callback, in commit order), prints
 every callback, keeps a little state per scene (how often it came to the foreground and a
 note), answers didEnterBackground with that state as its restoration data (what UIKit asks
-stateRestorationActivity(for:) for), and restores the state from willConnectTo's restoration.
+stateRestorationActivity(for:) for), answers willTerminate with the state of every scene still
+connected (restorations, by session), and restores the state from willConnectTo's restoration.
+Before a resign or background callback it prints why it came (the event's cause: request,
+lock, interruption, shutdown, ...; UIKit does not tell, scened does).
 
 On start it brings back its first archived session if it has one (the one a previous run left
 when it quit or was killed), else asks for a new scene. Ctrl-C (or SIGTERM) detaches.
@@ -20,8 +23,12 @@ exists of $XDG_RUNTIME_DIR/scened/io.scened.Manager, /run/scened/io.scened.Manag
     2 configurationForConnecting s1 windowApplication
     3 willConnectTo s1 new scene
     ...
+    cause of event 6: request
+    6 willResignActive s1
+    cause of event 7: request
     7 didEnterBackground s1 answered, saved {"foregrounds": 1, "note": "hello"}
     ...
+    11 willTerminate answered, saved {"s1": {"foregrounds": 1, "note": "hello"}}
     13 willConnectTo s1 restored {"foregrounds": 1, "note": "hello"}
 """
 
@@ -67,6 +74,8 @@ class SceneApp:
         self.manager = client.open("io.scened.Manager")
         # Per session: the state this app would lose if its scene went away.
         self.state = {}
+        # The sessions with a scene connected now.
+        self.connected = set()
 
     def run(self, want_scene):
         replies = self.stream.Attach(app=self.app, _more=True)
@@ -98,12 +107,16 @@ class SceneApp:
 
     def handle(self, e):
         name, seq, session = e["event"], e["seq"], e.get("session")
+        if name in ("willResignActive", "didEnterBackground"):
+            # A line of its own, so that each callback's line keeps its shape.
+            say("cause of event %d: %s" % (seq, e.get("cause") or "-"))
         line = "%d %s" % (seq, name)
         if session:
             line += " " + session
         if name == "configurationForConnecting":
             line += " " + (e.get("role") or "")
         elif name == "willConnectTo":
+            self.connected.add(session)
             data = (e.get("restoration") or {}).get("json")
             if data is not None:
                 # scene(_:willConnectTo:options:) with the session's stateRestorationActivity.
@@ -121,13 +134,18 @@ class SceneApp:
             self.calls.Acknowledge(app=self.app, seq=seq, restoration={"json": s})
             line += " answered, saved " + json.dumps(s, sort_keys=True)
         elif name == "willTerminate":
-            self.calls.Acknowledge(app=self.app, seq=seq)
-            line += " answered"
+            # On the way down, every connected scene's state, saved before the answer returns.
+            saved = {s: {"json": self.state[s]} for s in sorted(self.connected) if s in self.state}
+            self.calls.Acknowledge(app=self.app, seq=seq, restorations=saved)
+            line += " answered, saved " + json.dumps({s: d["json"] for s, d in saved.items()}, sort_keys=True)
+        elif name == "didDisconnect":
+            self.connected.discard(session)
         elif name == "didDiscardSceneSessions":
             for gone in e.get("sessions") or []:
                 self.state.pop(gone, None)
             line += " " + ",".join(e.get("sessions") or [])
         elif name == "terminated":
+            self.connected.clear()
             line += " " + (e.get("reason") or "")
         say(line)
 

@@ -102,4 +102,37 @@ struct PythonAppExampleTests {
         try monitor.assertConformant("the Python app example")
         try daemon.assertServing("after the Python app example")
     }
+
+    @Test("scene_app.py prints why a scene resigns, and answers willTerminate with its scenes' state, which is saved", .timeLimit(.minutes(3)))
+    func pythonAppSavesOnTheWayDown() throws {
+        let workspace = try Workspace()
+        try PythonClientTests.requireModule(workspace)
+        let daemon = try DaemonProcess(workspace)
+        let app = try Self.start(daemon, "pyapp-terminate", note: "unsaved")
+        let launched = try Self.lines(app, through: "didBecomeActive")
+        guard let requested = launched.first(where: { $0.hasPrefix("requested a new scene: ") }) else {
+            throw TestFailure("no new scene requested: \(launched)")
+        }
+        let session = String(requested.dropFirst("requested a new scene: ".count))
+
+        // An operator deactivates the scene: the app says why before the callback's line.
+        try daemon.call("Deactivate", ["session": .string(session)])
+        let resigned = try Self.lines(app, through: "willResignActive")
+        #expect(resigned.count >= 2 && resigned[resigned.count - 2].hasPrefix("cause of event ") == true
+                && resigned[resigned.count - 2].hasSuffix(": request"), "\(resigned)")
+        try daemon.call("Activate", ["session": .string(session)])
+        _ = try Self.lines(app, through: "didBecomeActive")
+        #expect(try daemon.call("GetSession", ["session": .string(session)])["session"]?["restoration"] == nil,
+                "nothing saved before the way down")
+
+        try daemon.call("Terminate", ["app": .string(Self.app)])
+        let down = try Self.lines(app, through: "detached")
+        let state = #"{"\#(session)": {"foregrounds": 1, "note": "unsaved"}}"#
+        #expect(down.contains { $0.hasSuffix("willTerminate answered, saved \(state)") }, "\(down)")
+        #expect(app.finish(within: 10) == 0, "\(app.outcome) \(app.stderr)")
+        let saved = try daemon.call("GetSession", ["session": .string(session)])["session"]?["restoration"]
+        #expect(saved?["json"]?["note"]?.stringValue == "unsaved" && saved?["json"]?["foregrounds"]?.intValue == 1,
+                "the willTerminate answer's state is the session's: \(String(describing: saved))")
+        try daemon.assertServing("after the Python app's willTerminate")
+    }
 }
