@@ -128,7 +128,8 @@ final class FakeAppDaemon: @unchecked Sendable {
         return true
     }
 
-    /// One event of the script: microsecond times, a deadline a minute away when `bounded`.
+    /// One event of the script: microsecond times, a deadline ten minutes away when `bounded`
+    /// (far beyond any wait for the main actor, so no answer counts as an overrun).
     static func event(_ seq: Int64, _ name: String, _ session: String?, state: String, cause: String,
                       bounded: Bool = false, extra: JSONObject = [:]) -> JSONObject {
         let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
@@ -138,7 +139,7 @@ final class FakeAppDaemon: @unchecked Sendable {
             e["session"] = .string(session)
             e["scene"] = 1
         }
-        if bounded { e["deadline"] = .int(now + 60_000_000) }
+        if bounded { e["deadline"] = .int(now + 600_000_000) }
         for (key, value) in extra { e[key] = value }
         return e
     }
