@@ -4,10 +4,15 @@
 It attaches as its app (Attach with more: one reply per callback, in commit order), prints
 every callback, keeps a little state per scene (how often it came to the foreground and a
 note), answers didEnterBackground with that state as its restoration data (what UIKit asks
-stateRestorationActivity(for:) for), and restores the state from willConnectTo's restoration.
+stateRestorationActivity(for:) for), answers willTerminate with the state of every scene still
+connected (restorations, by session), and restores the state from willConnectTo's restoration.
+Before a resign or background callback it prints why it came (the event's cause: request,
+lock, interruption, shutdown, ...; UIKit does not tell, scened does).
 
 On start it brings back its first archived session if it has one (the one a previous run left
-when it quit or was killed), else asks for a new scene. Ctrl-C (or SIGTERM) detaches.
+when it quit or was killed), else asks for a new scene. Ctrl-C (or SIGTERM) detaches. When
+scened stops (its scenes were sent to the background and answered first) the app keeps running
+and attaches again once scened is back, from the event after the last one it handled.
 
     python3 Examples/python/scene_app.py [--socket PATH] [--app ID] [--note TEXT] [--no-scene]
 
@@ -20,8 +25,12 @@ exists of $XDG_RUNTIME_DIR/scened/io.scened.Manager, /run/scened/io.scened.Manag
     2 configurationForConnecting s1 windowApplication
     3 willConnectTo s1 new scene
     ...
+    cause of event 6: request
+    6 willResignActive s1
+    cause of event 7: request
     7 didEnterBackground s1 answered, saved {"foregrounds": 1, "note": "hello"}
     ...
+    11 willTerminate answered, saved {"s1": {"foregrounds": 1, "note": "hello"}}
     13 willConnectTo s1 restored {"foregrounds": 1, "note": "hello"}
 """
 
@@ -30,6 +39,7 @@ import json
 import os
 import signal
 import sys
+import time
 
 import varlink
 
@@ -57,33 +67,85 @@ def say(text):
 
 
 class SceneApp:
-    def __init__(self, client, app, note):
+    def __init__(self, address, app, note):
+        self.address = address
         self.app = app
         self.note = note
+        self.connect()
+        # Per session: the state this app would lose if its scene went away.
+        self.state = {}
+        # The sessions with a scene connected now.
+        self.connected = set()
+        # Where a new attach resumes: the event after the last one handled.
+        self.next_seq = None
+
+    def connect(self):
+        client = varlink.Client(address=self.address)
         # A Varlink connection serves one streaming call at a time: Attach holds one, the
         # answers and requests go over a second.
         self.stream = client.open(INTERFACE)
         self.calls = client.open(INTERFACE)
         self.manager = client.open("io.scened.Manager")
-        # Per session: the state this app would lose if its scene went away.
-        self.state = {}
 
     def run(self, want_scene):
-        replies = self.stream.Attach(app=self.app, _more=True)
-        attached = next(replies)["attached"]
-        say("attached %s pid %d next event %d" % (attached["app"], attached["pid"], attached["nextSeq"]))
         launched = False
-        for reply in replies:
-            event = reply["event"]
-            self.handle(event)
-            if event["event"] == "didFinishLaunching" and not launched:
+        while True:
+            try:
+                if self.attach_and_handle(want_scene and not launched):
+                    return
                 launched = True
-                if want_scene:
-                    self.open_scene()
+            except (BrokenPipeError, ConnectionError) as error:
+                launched = launched or self.next_seq is not None
+                say("connection to scened lost (%s): attaching again when it is back" % error)
+                self.reconnect()
+
+    def attach_and_handle(self, want_scene):
+        """One Attach call, handled until it ends; True once the app detached."""
+        if self.next_seq is None:
+            replies = self.stream.Attach(app=self.app, _more=True)
+        else:
+            # The same process again (scened restarted): the app is not relaunched.
+            replies = self.stream.Attach(app=self.app, since=self.next_seq, _more=True)
+        attached = next(replies)["attached"]
+        say("%s %s pid %d next event %d" % ("attached" if self.next_seq is None else "reattached",
+                                            attached["app"], attached["pid"], attached["nextSeq"]))
+        for reply in replies:
+            event = reply.get("event")
+            if event is None:
+                # A reclaim notice: not answered here; its deadline decides.
+                continue
+            self.handle(event)
+            self.next_seq = event["seq"] + 1
+            if event["event"] == "didFinishLaunching" and want_scene:
+                want_scene = False
+                self.open_scene()
             if event["event"] == "willTerminate":
                 self.calls.Detach(app=self.app)
                 say("detached")
+                return True
+        return True
+
+    def reconnect(self, seconds=120):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            try:
+                self.connect()
                 return
+            except (OSError, varlink.VarlinkError):
+                continue
+        sys.exit("scene_app: scened did not come back within %d s" % seconds)
+
+    def acknowledge(self, seq, **state):
+        """Answers a bounded callback; False if scened no longer waits for the answer."""
+        try:
+            self.calls.Acknowledge(app=self.app, seq=seq, **state)
+            return True
+        except varlink.VarlinkError as error:
+            if error.error() not in (INTERFACE + ".NotAwaiting", INTERFACE + ".DeadlinePassed"):
+                raise
+            say("answer to event %d refused: %s" % (seq, error.error()))
+            return False
 
     def open_scene(self):
         """The archived session a previous process left, else a new scene."""
@@ -98,12 +160,16 @@ class SceneApp:
 
     def handle(self, e):
         name, seq, session = e["event"], e["seq"], e.get("session")
+        if name in ("willResignActive", "didEnterBackground"):
+            # A line of its own, so that each callback's line keeps its shape.
+            say("cause of event %d: %s" % (seq, e.get("cause") or "-"))
         line = "%d %s" % (seq, name)
         if session:
             line += " " + session
         if name == "configurationForConnecting":
             line += " " + (e.get("role") or "")
         elif name == "willConnectTo":
+            self.connected.add(session)
             data = (e.get("restoration") or {}).get("json")
             if data is not None:
                 # scene(_:willConnectTo:options:) with the session's stateRestorationActivity.
@@ -118,16 +184,21 @@ class SceneApp:
         elif name == "didEnterBackground":
             # Answer before the deadline, with the state to restore the scene from.
             s = self.state.get(session, {"foregrounds": 0, "note": self.note})
-            self.calls.Acknowledge(app=self.app, seq=seq, restoration={"json": s})
-            line += " answered, saved " + json.dumps(s, sort_keys=True)
+            if self.acknowledge(seq, restoration={"json": s}):
+                line += " answered, saved " + json.dumps(s, sort_keys=True)
         elif name == "willTerminate":
-            self.calls.Acknowledge(app=self.app, seq=seq)
-            line += " answered"
+            # On the way down, every connected scene's state, saved before the answer returns.
+            saved = {s: {"json": self.state[s]} for s in sorted(self.connected) if s in self.state}
+            if self.acknowledge(seq, restorations=saved):
+                line += " answered, saved " + json.dumps({s: d["json"] for s, d in saved.items()}, sort_keys=True)
+        elif name == "didDisconnect":
+            self.connected.discard(session)
         elif name == "didDiscardSceneSessions":
             for gone in e.get("sessions") or []:
                 self.state.pop(gone, None)
             line += " " + ",".join(e.get("sessions") or [])
         elif name == "terminated":
+            self.connected.clear()
             line += " " + (e.get("reason") or "")
         say(line)
 
@@ -144,8 +215,7 @@ def main():
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, stop)
 
-    client = varlink.Client(address="unix:" + socket_path(args.socket))
-    app = SceneApp(client, args.app, args.note)
+    app = SceneApp("unix:" + socket_path(args.socket), args.app, args.note)
     try:
         app.run(want_scene=not args.no_scene)
     except KeyboardInterrupt:

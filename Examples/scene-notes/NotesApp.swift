@@ -74,7 +74,9 @@ final class NotesAppDelegate: ApplicationDelegate {
     }
 
     func applicationWillTerminate(_ application: SceneApplication) async {
-        say("applicationWillTerminate")
+        // SceneClient asks each connected scene's stateRestorationActivity(for:) next and
+        // sends it with the answer: the count is saved on the way down.
+        say("applicationWillTerminate cause=\(cause(application))")
     }
 
     func application(_ application: SceneApplication, didOverrunDeadline overrun: DeadlineOverrun) async {
@@ -111,9 +113,13 @@ final class NotesSceneDelegate: SceneDelegate {
         say("sceneDidBecomeActive \(scene.session): counter=\(state.counter)")
     }
 
-    func sceneWillResignActive(_ scene: Scene) async { say("sceneWillResignActive \(scene.session)") }
+    func sceneWillResignActive(_ scene: Scene) async {
+        say("sceneWillResignActive \(scene.session) cause=\(cause(scene.application))")
+    }
 
-    func sceneDidEnterBackground(_ scene: Scene) async { say("sceneDidEnterBackground \(scene.session)") }
+    func sceneDidEnterBackground(_ scene: Scene) async {
+        say("sceneDidEnterBackground \(scene.session) cause=\(cause(scene.application))")
+    }
 
     func stateRestorationActivity(for scene: Scene) async -> RestorationData? {
         say("stateRestorationActivity(for:) \(scene.session): saving counter=\(state.counter) note=\"\(state.note)\"")
@@ -127,7 +133,29 @@ final class NotesSceneDelegate: SceneDelegate {
     }
 }
 
-/// Runs the app until scened terminates it (or SIGINT/SIGTERM: detach).
+/// Why scened sent the current callback (a lock, an interruption, a shutdown, a request).
+@MainActor
+func cause(_ application: SceneApplication) -> String {
+    application.lastEventCause?.rawValue ?? "-"
+}
+
+/// SIGINT or SIGTERM from outside scened (scened's own stop sends willTerminate first): each
+/// connected scene's state is saved, as willTerminate would save it, then the app detaches.
+@MainActor
+func saveAndDetach(_ application: SceneApplication) async {
+    for scene in application.connectedScenes {
+        guard let data = await scene.delegate.stateRestorationActivity(for: scene) else { continue }
+        do {
+            try await application.saveState(data, for: scene.session)
+        } catch {
+            // Terminated already (its willTerminate answer carried the state), or scened is gone.
+            say("saving \(scene.session) on the way out failed: \(error)")
+        }
+    }
+    try? await application.detach()
+}
+
+/// Runs the app until scened terminates it (or SIGINT/SIGTERM: save and detach).
 @MainActor
 func runApp(app: String, socket: String?, holdMiB: Int) async -> Int32 {
     let application = SceneApplication(app: app, options: .init(socketPath: socket, log: { say("scene-client: \($0)") }))
@@ -138,8 +166,8 @@ func runApp(app: String, socket: String?, holdMiB: Int) async -> Int32 {
         let source = DispatchSource.makeSignalSource(signal: signo, queue: .main)
         source.setEventHandler {
             Task { @MainActor in
-                say("signal \(signo): detaching")
-                try? await application.detach()
+                say("signal \(signo): saving and detaching")
+                await saveAndDetach(application)
             }
         }
         source.resume()

@@ -47,6 +47,10 @@ public final class SceneApplication {
     public private(set) var scenesBySession: [String: Scene] = [:]
     /// The sequence number of the last event whose callbacks returned (and which was answered).
     public private(set) var lastHandledSeq: UInt64?
+    /// Why scened sent the event whose callbacks run now (or ran last): UIKit does not say, but
+    /// a scene delegate may want to tell a screen lock from an interruption or a shutdown in
+    /// sceneWillResignActive (`scene.application.lastEventCause`). Set before the callbacks.
+    public private(set) var lastEventCause: EventCause?
     /// Whether the attach connection is up.
     public var isAttached: Bool { shared.withLock { $0.attached } }
     /// How many times the client reattached (scened restarted).
@@ -152,6 +156,7 @@ public final class SceneApplication {
 
     private func handle(_ e: AppEvent) async {
         options.onEvent?(e)
+        lastEventCause = e.eventCause
         if let state = e.fields["appState"]?.stringValue.flatMap(ApplicationState.init(rawValue:)) { applicationState = state }
         guard let delegate else { return }
         switch e.name {
@@ -201,7 +206,7 @@ public final class SceneApplication {
             await delegate.applicationDidReceiveMemoryWarning(self)
         case "willTerminate":
             await delegate.applicationWillTerminate(self)
-            await answer(e, restoration: nil)
+            await answer(e, restoration: nil, restorations: await terminationRestorations())
         case "backgroundTaskWillExpire":
             guard let task = e.fields["task"]?.stringValue else { break }
             if let handler = expirationHandlers.removeValue(forKey: task) {
@@ -219,6 +224,17 @@ public final class SceneApplication {
             // suspended, resumed: no UIKit callback (the process would be frozen, then thawed).
             break
         }
+    }
+
+    /// On the way down, as UIKit asks for state: each scene still connected, in session order.
+    private func terminationRestorations() async -> JSONObject {
+        var restorations = JSONObject()
+        for scene in connectedScenes {
+            if let data = await scene.delegate.stateRestorationActivity(for: scene) {
+                restorations[scene.session.persistentIdentifier] = data.wire
+            }
+        }
+        return restorations
     }
 
     private func scene(_ e: AppEvent) -> Scene? {
@@ -275,7 +291,7 @@ public final class SceneApplication {
     /// Acknowledge for a bounded event, sent now that its handler returned. If scened went away
     /// meanwhile, the answer waits for the reattach (which replays the event, since it was not
     /// handled yet) and goes to the new daemon.
-    private func answer(_ e: AppEvent, restoration: RestorationData?) async {
+    private func answer(_ e: AppEvent, restoration: RestorationData?, restorations: JSONObject? = nil) async {
         guard let deadline = e.deadline else { return }
         let returned = Self.wallMicroseconds()
         var overrun: DeadlineOverrun?
@@ -286,6 +302,7 @@ public final class SceneApplication {
         var p = base
         p["seq"] = .int(Int64(e.seq))
         if let restoration { p["restoration"] = restoration.wire }
+        if let restorations, !restorations.isEmpty { p["restorations"] = .object(restorations) }
         let giveUp = ContinuousClock.now + options.reattachTimeout
         var triedInGeneration: Int?
         // After a transport failure: wait for a newer attach (or a second, for a blip).
@@ -325,7 +342,10 @@ public final class SceneApplication {
                 }
                 guard name == "NotAwaiting" || name == "NotAttached" else {
                     log("Acknowledge of event \(e.seq) failed: \(error)")
-                    break
+                    // The state was refused (too large, say): the answer itself must still
+                    // go, or the app is taken for hung. It goes again without the state.
+                    guard p.removeValue(forKey: "restoration") != nil || p.removeValue(forKey: "restorations") != nil else { break }
+                    continue
                 }
                 triedInGeneration = generation
                 if name == "NotAttached" { awaitNewerThan = (generation, ContinuousClock.now + .seconds(1)) }

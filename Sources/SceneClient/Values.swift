@@ -124,6 +124,42 @@ public struct SceneConnectionOptions: Sendable {
     public var restoration: RestorationData?
 }
 
+/// Why scened sent an event (io.scened.App's `cause`). An open set: a cause newer than this
+/// library arrives as its name, unequal to every constant here, and is never an error.
+public struct EventCause: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    public let rawValue: String
+
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { rawValue = value }
+
+    /// A client asked (the app itself, an operator, a shell).
+    public static let request: EventCause = "request"
+    /// A timer fired: suspension delay, task expiry.
+    public static let timer: EventCause = "timer"
+    /// Memory pressure: the reclaim policy acted.
+    public static let reclaim: EventCause = "reclaim"
+    /// A session cap discarded it.
+    public static let cap: EventCause = "cap"
+    /// scened restored its state at start-up.
+    public static let restore: EventCause = "restore"
+    /// scened or the machine is stopping.
+    public static let shutdown: EventCause = "shutdown"
+    /// An interruption (an incoming call, the app switcher): scenes resign active and stay.
+    public static let interruption: EventCause = "interruption"
+    /// The screen locked (or unlocked).
+    public static let lock: EventCause = "lock"
+    /// The login session went inactive (a VT or user switch), or active again.
+    public static let session: EventCause = "session"
+    /// The login session went idle.
+    public static let idle: EventCause = "idle"
+    /// The machine is going to sleep (or woke up).
+    public static let sleep: EventCause = "sleep"
+
+    /// Whether the system drove it rather than an app or an operator.
+    public var isSystem: Bool { [.shutdown, .interruption, .lock, .session, .idle, .sleep].contains(self) }
+    public var description: String { rawValue }
+}
+
 /// UIApplication.LaunchOptionsKey's values, as far as scened has them.
 public struct LaunchOptions: Sendable {
     public var cause: String
@@ -156,7 +192,8 @@ public struct DeadlineOverrun: Sendable, CustomStringConvertible {
 public enum SceneApplicationEnding: Sendable, Equatable {
     /// The app detached (detach(), or after willTerminate and terminated).
     case detached
-    /// The daemon terminated the app: requested, memoryPressure, backgroundTaskExpired or hung.
+    /// The daemon terminated the app: requested, shutdown (scened or the machine stopping),
+    /// memoryPressure, backgroundTaskExpired or hung; a newer reason comes as its name.
     case terminated(reason: String)
 }
 
@@ -184,6 +221,9 @@ public struct AppEvent: Sendable, CustomStringConvertible {
         deadline = object["deadline"]?.intValue
         fields = object
     }
+
+    /// `cause` as a value.
+    public var eventCause: EventCause { EventCause(rawValue: cause) }
 
     public var description: String {
         "#\(seq) \(name)\(session.map { " \($0)" } ?? "")\(scene.map { "/\($0)" } ?? "") → \(state) (\(cause))"

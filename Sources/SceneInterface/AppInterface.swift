@@ -63,6 +63,10 @@ type Event (
   scene: ?int,
   state: string,
   appState: ApplicationState,
+  # Why: request, timer, reclaim, cap, restore; and what the system does: shutdown (scened or
+  # the machine stopping), interruption, lock (the screen locked), session (the login session
+  # inactive: a VT or user switch), idle, sleep. New causes may come: take an unknown one as
+  # a plain reason, not as an error.
   cause: string,
   sessions: ?[]string,
   # willConnectTo: the state-restoration data to restore the scene from.
@@ -76,8 +80,9 @@ type Event (
   userInfo: ?object,
   task: ?string,
   taskName: ?string,
-  # terminated: requested, backgroundTaskExpired, memoryPressure, exited (the process went
-  # away without Detach) or hung (it missed a deadline).
+  # terminated: requested, shutdown (scened or the machine stopping), backgroundTaskExpired,
+  # memoryPressure, exited (the process went away without Detach) or hung (it missed a
+  # deadline).
   reason: ?string,
   reclaim: ?ReclaimNote,
   # didEnterBackground, willTerminate: answer with Acknowledge(seq) before this time
@@ -127,8 +132,19 @@ type Attached (app: string, pid: int, nextSeq: int, deadlines: Deadlines)
 
 # Answers a bounded callback (an event with a deadline): didEnterBackground, with the scene's
 # state-restoration data if it has any to save (stateRestorationActivity(for:)), or
-# willTerminate. Late answers are refused with DeadlinePassed.
-method Acknowledge(app: string, seq: int, restoration: ?RestorationData) -> ()
+# willTerminate, with restorations: the state of each of the app's scenes, by session id, as
+# UIKit asks stateRestorationActivity(for:) on the way down. Each is saved as SaveState saves
+# it, and the reply comes once all are committed. Every key must be a session of the app
+# (NotOwnSession, NoSuchSession), every payload within MaxRestorationSize (LimitExceeded), the
+# whole answer within MaxMessageSize; a refused answer saves nothing and settles nothing, so
+# it may be sent again before the deadline. restorations on any other answer is
+# org.varlink.service.InvalidParameter. Late answers are refused with DeadlinePassed.
+method Acknowledge(
+  app: string,
+  seq: int,
+  restoration: ?RestorationData,
+  restorations: ?[string]RestorationData
+) -> ()
 
 # Answers a reclaim notice: defer true to keep the scene for now (once per scene per episode;
 # a second deferral is taken as an ack), otherwise ack, optionally with the scene's

@@ -102,4 +102,71 @@ struct PythonAppExampleTests {
         try monitor.assertConformant("the Python app example")
         try daemon.assertServing("after the Python app example")
     }
+
+    @Test("a stop of scened: scene_app.py answers the shutdown's didEnterBackground with its state, keeps running, and attaches again after the restart", .timeLimit(.minutes(3)))
+    func pythonAppThroughAStop() throws {
+        let workspace = try Workspace()
+        try PythonClientTests.requireModule(workspace)
+        var daemon = try DaemonProcess(workspace)
+        let app = try Self.start(daemon, "pyapp-stop", note: "kept")
+        let launched = try Self.lines(app, through: "didBecomeActive")
+        guard let requested = launched.first(where: { $0.hasPrefix("requested a new scene: ") }) else {
+            throw TestFailure("no new scene requested: \(launched)")
+        }
+        let session = String(requested.dropFirst("requested a new scene: ".count))
+
+        // SIGTERM: the foreground scene resigns and goes home (cause shutdown), the answer with
+        // its state is awaited, then scened exits; the app, not started by scened, stays.
+        try daemon.stop()
+        let down = try Self.lines(app, through: "connection to scened lost")
+        #expect(down.contains { $0.hasPrefix("cause of event ") && $0.hasSuffix(": shutdown") }, "\(down)")
+        let state = #"{"foregrounds": 1, "note": "kept"}"#
+        #expect(down.contains { $0.hasSuffix("didEnterBackground \(session) answered, saved \(state)") }, "\(down)")
+
+        daemon = try DaemonProcess(workspace)
+        let back = try Self.lines(app, through: "reattached")
+        #expect(back.last?.hasPrefix("reattached \(Self.app) pid ") == true, "\(back)")
+        let saved = try daemon.call("GetSession", ["session": .string(session)])["session"]?["restoration"]
+        #expect(saved?["json"]?["note"]?.stringValue == "kept", "the stop kept the answer's state: \(String(describing: saved))")
+        // Still the same process, still served: back to the foreground.
+        try daemon.call("Activate", ["session": .string(session)])
+        _ = try Self.lines(app, through: "didBecomeActive")
+        app.signal(SIGTERM)
+        _ = try Self.lines(app, through: "detached")
+        #expect(app.finish(within: 10) == 0, "\(app.outcome) \(app.stderr)")
+        try daemon.assertServing("after the Python app's stop and restart")
+    }
+
+    @Test("scene_app.py prints why a scene resigns, and answers willTerminate with its scenes' state, which is saved", .timeLimit(.minutes(3)))
+    func pythonAppSavesOnTheWayDown() throws {
+        let workspace = try Workspace()
+        try PythonClientTests.requireModule(workspace)
+        let daemon = try DaemonProcess(workspace)
+        let app = try Self.start(daemon, "pyapp-terminate", note: "unsaved")
+        let launched = try Self.lines(app, through: "didBecomeActive")
+        guard let requested = launched.first(where: { $0.hasPrefix("requested a new scene: ") }) else {
+            throw TestFailure("no new scene requested: \(launched)")
+        }
+        let session = String(requested.dropFirst("requested a new scene: ".count))
+
+        // An operator deactivates the scene: the app says why before the callback's line.
+        try daemon.call("Deactivate", ["session": .string(session)])
+        let resigned = try Self.lines(app, through: "willResignActive")
+        #expect(resigned.count >= 2 && resigned[resigned.count - 2].hasPrefix("cause of event ") == true
+                && resigned[resigned.count - 2].hasSuffix(": request"), "\(resigned)")
+        try daemon.call("Activate", ["session": .string(session)])
+        _ = try Self.lines(app, through: "didBecomeActive")
+        #expect(try daemon.call("GetSession", ["session": .string(session)])["session"]?["restoration"] == nil,
+                "nothing saved before the way down")
+
+        try daemon.call("Terminate", ["app": .string(Self.app)])
+        let down = try Self.lines(app, through: "detached")
+        let state = #"{"\#(session)": {"foregrounds": 1, "note": "unsaved"}}"#
+        #expect(down.contains { $0.hasSuffix("willTerminate answered, saved \(state)") }, "\(down)")
+        #expect(app.finish(within: 10) == 0, "\(app.outcome) \(app.stderr)")
+        let saved = try daemon.call("GetSession", ["session": .string(session)])["session"]?["restoration"]
+        #expect(saved?["json"]?["note"]?.stringValue == "unsaved" && saved?["json"]?["foregrounds"]?.intValue == 1,
+                "the willTerminate answer's state is the session's: \(String(describing: saved))")
+        try daemon.assertServing("after the Python app's willTerminate")
+    }
 }

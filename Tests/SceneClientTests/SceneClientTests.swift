@@ -18,7 +18,7 @@ struct SceneClientTests {
     /// delegates saw exactly their callbacks and SceneClient exactly their sequence numbers.
     func checkSameAsMonitor(_ feed: MonitorFeed, _ running: RunningApp, _ context: String) throws {
         let events = try feed.wait("terminated (\(context))") { $0["event"]?.stringValue == "terminated" }
-        let expected = events.flatMap(expectedCallbacks)
+        let expected = expectedCallbacks(for: events)
         #expect(running.recorder.callbacks == expected, """
             \(context): the delegates' callbacks differ from the Monitor's events
             monitor:   \(events.map(describe))
@@ -227,6 +227,42 @@ struct SceneClientTests {
         #expect(waitUntil(seconds: 120) { second.stdout.contains("counter=2") }, "\(second.stdout)")
         try daemon.call("Terminate", ["app": .string(app)])
         #expect(second.finish(within: 120) == 0, "\(second.stdout)\n\(second.stderr)")
+        try daemon.stop()
+    }
+
+    @Test("scene-notes saves its count on the way down: in its willTerminate answer, and on a SIGTERM of its own", .timeLimit(.minutes(10)))
+    func exampleSavesOnTheWayDown() throws {
+        let workspace = try Workspace(configuration: Self.patientConfiguration)
+        let daemon = try DaemonProcess(workspace)
+        let socket = workspace.socketPath
+        let notes = try Binaries.require(Binaries.directory + "/scene-notes")
+        let app = "org.example.notes"
+        func saved() -> Int64? {
+            let s = try? daemon.call("GetSession", ["session": "s1"])
+            return s?["session"]?["restoration"]?["json"]?["counter"]?.intValue
+        }
+        let first = try ChildProcess([notes, "--app", app, "--socket", socket], directory: workspace.path, label: "notes-down-1")
+        #expect(waitUntil(seconds: 120) { first.stdout.contains("counter=1") }, "first start: \(first.stdout)")
+        // Resigning and coming back counts again; nothing is saved, the scene never went home.
+        try daemon.call("Deactivate", ["session": "s1"])
+        try daemon.call("Activate", ["session": "s1"])
+        #expect(waitUntil(seconds: 120) { first.stdout.contains("counter=2") }, "\(first.stdout)")
+        #expect(first.stdout.contains("sceneWillResignActive s1 cause=request"), "the cause is logged: \(first.stdout)")
+        #expect(saved() == nil)
+
+        // Terminated in the foreground: the willTerminate answer carries the count.
+        try daemon.call("Terminate", ["app": .string(app)])
+        #expect(first.finish(within: 120) == 0, "\(first.stdout)\n\(first.stderr)")
+        #expect(first.stdout.contains("applicationWillTerminate cause="), "\(first.stdout)")
+        #expect(saved() == 2, "the count it had in the foreground is saved: \(first.stdout)")
+
+        // A SIGTERM of its own (not from scened): it saves, then detaches.
+        let second = try ChildProcess([notes, "--app", app, "--socket", socket], directory: workspace.path, label: "notes-down-2")
+        #expect(waitUntil(seconds: 120) { second.stdout.contains("restored counter=2") }, "\(second.stdout)")
+        #expect(waitUntil(seconds: 120) { second.stdout.contains("counter=3") }, "\(second.stdout)")
+        second.signal(SIGTERM)
+        #expect(second.finish(within: 120) == 0, "\(second.stdout)\n\(second.stderr)")
+        #expect(saved() == 3, "saved before the detach: \(second.stdout)")
         try daemon.stop()
     }
 }

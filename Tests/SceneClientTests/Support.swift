@@ -16,6 +16,8 @@ final class Recorder {
     var restored: [String: RestorationData] = [:]
     var reconnects: [String: Bool] = [:]
     var sessionIDs: [String] = []
+    /// Each scene callback with the cause SceneClient gave for it ("willResignActive s1 lock").
+    var causes: [String] = []
 
     func add(_ line: String) { callbacks.append(line) }
 }
@@ -76,6 +78,7 @@ final class RecordingSceneDelegate: SceneDelegate {
 
     private func note(_ name: String, _ scene: Scene) async {
         recorder.add("\(name) \(scene.session.persistentIdentifier)")
+        recorder.causes.append("\(name) \(scene.session.persistentIdentifier) \(scene.application.lastEventCause?.rawValue ?? "-")")
         if let delay { await mainSleep(delay) }
     }
 
@@ -101,7 +104,26 @@ final class RecordingSceneDelegate: SceneDelegate {
     }
 }
 
-/// The callbacks SceneClient owes for a Monitor event, in the Recorder's notation.
+/// The callbacks SceneClient owes for the Monitor's events, in order. At willTerminate, after
+/// applicationWillTerminate, each scene still connected is asked for its state, by session id.
+func expectedCallbacks(for events: [JSONValue]) -> [String] {
+    var connected: Set<String> = []
+    var out: [String] = []
+    for e in events {
+        let session = e["session"]?.stringValue ?? ""
+        switch e["event"]?.stringValue ?? "" {
+        case "willConnectTo": connected.insert(session)
+        case "didDisconnect": connected.remove(session)
+        case "terminated": connected = []
+        default: break
+        }
+        out += expectedCallbacks(e)
+        if e["event"]?.stringValue == "willTerminate" { out += connected.sorted().map { "stateRestorationActivity \($0)" } }
+    }
+    return out
+}
+
+/// The callbacks SceneClient owes for one Monitor event, in the Recorder's notation.
 func expectedCallbacks(_ event: JSONValue) -> [String] {
     let session = event["session"]?.stringValue ?? ""
     switch event["event"]?.stringValue ?? "" {

@@ -92,6 +92,36 @@ import Testing
         else { Issue.record("expected an overrun of willTerminate, got \(overdue)") }
     }
 
+    @Test func willTerminateIsStillTakenAfterTheAttachClosed() {
+        var table = AttachmentTable()
+        _ = table.attach(mail, connection: 1, pid: 100)
+        _ = table.attach(maps, connection: 2, pid: 200)
+        _ = table.delivered(event(3, .didEnterBackground, mail, session: s1), now: t(0))
+        _ = table.delivered(event(4, .willTerminate, mail), now: t(0))
+        _ = table.delivered(event(5, .willTerminate, maps), now: t(0))
+        // The process exits as it answers: its attach closes before the answer is read.
+        #expect(table.connectionClosed(1) == mail)
+        #expect(table.connectionClosed(2) == maps)
+        #expect(table.attachment(of: mail) == nil)
+        #expect(table.departedProcess(of: mail, owing: 4)?.pid == 100)
+        #expect(table.departedProcess(of: mail, owing: 3) == nil, "only willTerminate outlives the attach")
+        #expect(table.awaited(mail, seq: 3) == nil && table.awaited(mail, seq: 4)?.name == .willTerminate)
+        #expect(table.acknowledge(mail, seq: 3, now: t(1)) == .notAwaiting)
+        #expect(table.nextDeadline() == t(5000), "the departed answers keep their deadline")
+        guard case .accepted(let awaited) = table.acknowledge(mail, seq: 4, now: t(10)) else {
+            Issue.record("the willTerminate answer after the attach closed was not accepted")
+            return
+        }
+        #expect(awaited.seq == 4)
+        #expect(table.acknowledge(mail, seq: 4, now: t(10)) == .notAwaiting, "answered once")
+        // maps never answers: an overrun at the deadline, then forgotten; a late answer is late.
+        let overdue = table.expire(now: t(6000))
+        #expect(overdue == [.overran(maps, AttachmentTable.Awaited(seq: 5, name: .willTerminate, session: nil, deadline: t(5000)))])
+        #expect(table.departedProcess(of: maps, owing: 5) == nil)
+        #expect(table.acknowledge(maps, seq: 5, now: t(6001)) == .late)
+        #expect(table.nextDeadline() == nil && !table.hasDeadlines)
+    }
+
     @Test func answersForAnotherAppAreNotAccepted() {
         var table = AttachmentTable()
         _ = table.attach(mail, connection: 1, pid: 100)

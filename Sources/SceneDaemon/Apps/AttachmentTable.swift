@@ -51,6 +51,10 @@ struct AttachmentTable {
     var deadlines = Deadlines()
     private(set) var byApp: [AppID: Attachment] = [:]
     private(set) var byConnection: [Int: AppID] = [:]
+    /// willTerminate answers still owed by processes whose attach connection closed: a process
+    /// on its way out answers, then exits, and its two connections close in either order.
+    /// One per app, kept until answered or its deadline passes.
+    private var departed: [AppID: Attachment] = [:]
     /// Every awaited callback in deadline order per kind: a kind's deadline is the delivery
     /// time plus a constant, so appending keeps each queue sorted, and an answered entry is
     /// skipped when it reaches the front (no search on the hot path).
@@ -68,6 +72,17 @@ struct AttachmentTable {
 
     func attachment(of app: AppID) -> Attachment? { byApp[app] }
     func app(onConnection number: Int) -> AppID? { byConnection[number] }
+
+    /// The answer owed for `seq`, by the attached process or one whose attach closed.
+    func awaited(_ app: AppID, seq: UInt64) -> Awaited? {
+        byApp[app]?.awaiting[seq] ?? departed[app]?.awaiting[seq]
+    }
+
+    /// The process whose attach closed while it owed the willTerminate answer `seq`.
+    func departedProcess(of app: AppID, owing seq: UInt64) -> Attachment? {
+        guard let gone = departed[app], gone.awaiting[seq] != nil else { return nil }
+        return gone
+    }
 
     mutating func attach(_ app: AppID, connection: Int, pid: Int32) -> AttachOutcome {
         if let existing = byApp[app] { return .alreadyAttached(pid: existing.pid) }
@@ -104,6 +119,11 @@ struct AttachmentTable {
     }
 
     mutating func acknowledge(_ app: AppID, seq: UInt64, now: Timestamp) -> Answer {
+        if byApp[app]?.awaiting[seq] == nil, let awaited = departed[app]?.awaiting[seq] {
+            if awaited.deadline < now { return .late }
+            departed[app] = nil
+            return .accepted(awaited)
+        }
         guard let awaited = byApp[app]?.awaiting[seq] else {
             return missed[seq] == app ? .late : .notAwaiting
         }
@@ -123,8 +143,9 @@ struct AttachmentTable {
 
     /// The connection closed: the app it was attached as, whose process is to be taken for dead.
     mutating func connectionClosed(_ number: Int) -> AppID? {
-        guard let app = byConnection[number] else { return nil }
-        detach(app)
+        guard let app = byConnection[number], var gone = detach(app) else { return nil }
+        gone.awaiting = gone.awaiting.filter { $0.value.name == .willTerminate }
+        departed[app] = gone.awaiting.isEmpty ? nil : gone
         return app
     }
 
@@ -134,7 +155,14 @@ struct AttachmentTable {
         for kind in queues.indices {
             while let front = queues[kind].front, front.deadline <= now {
                 queues[kind].removeFront()
-                guard let awaited = byApp[front.app]?.awaiting[front.seq] else { continue }
+                guard let awaited = byApp[front.app]?.awaiting[front.seq] else {
+                    if let owed = departed[front.app]?.awaiting[front.seq] {
+                        departed[front.app] = nil
+                        remember(missed: front.seq, app: front.app)
+                        out.append(.overran(front.app, owed))
+                    }
+                    continue
+                }
                 byApp[front.app]!.awaiting[front.seq] = nil
                 if kind == 0 && byApp[front.app]!.terminated { continue }
                 byApp[front.app]!.overruns += 1
@@ -149,7 +177,7 @@ struct AttachmentTable {
     mutating func nextDeadline() -> Timestamp? {
         var next: Timestamp?
         for kind in queues.indices {
-            while let front = queues[kind].front, byApp[front.app]?.awaiting[front.seq] == nil {
+            while let front = queues[kind].front, awaited(front.app, seq: front.seq) == nil {
                 queues[kind].removeFront()
             }
             if let d = queues[kind].front?.deadline, next.map({ d < $0 }) ?? true { next = d }

@@ -61,9 +61,10 @@ extension MethodDispatcher {
         // Due within seconds, not milliseconds: no reason to hold the bulk clients to rounds.
         c.conn.callIsPatient = true
         let app = try c.p.app()
-        _ = try attachedProcess(c, app)
         guard let seq = try c.p.count("seq") else { throw .invalidParameter("seq") }
+        try answeringProcess(c, app, seq: seq)
         let restoration = try checkedRestoration(try c.p.restoration("restoration"))
+        let restorations = try checkedTerminationRestorations(c, app, seq: seq)
         switch apps.attachments.acknowledge(app, seq: seq, now: host.clock.now()) {
         case .accepted(let awaited):
             if awaited.name == .didEnterBackground, c.p.has("restoration"), let id = awaited.session,
@@ -71,6 +72,8 @@ extension MethodDispatcher {
                 // What UIKit asks stateRestorationActivity(for:) for as the scene backgrounds.
                 _ = try run(.saveState(id, restoration))
             }
+            // Its scenes' state on the way down, in this batch: the reply says it is committed.
+            for entry in restorations ?? [] { _ = try run(.saveState(entry.session, entry.data)) }
             if awaited.name == .willTerminate, !apps.launches.isEmpty { apps.launchFinished(app) }
             reply(c) { _ in }
         case .late:
@@ -80,6 +83,39 @@ extension MethodDispatcher {
             throw Self.appError("NotAwaiting", app, [("seq", .int(Int64(seq)))],
                                 "\(app) owes no answer to event \(seq)")
         }
+    }
+
+    /// The attached process; or, for a willTerminate answer, the process that owed it and whose
+    /// attach closed first (it answers and exits, its connections closing in either order).
+    func answeringProcess(_ c: MethodCall, _ app: AppID, seq: UInt64) throws(VarlinkError) {
+        if apps.attachments.attachment(of: app)?.awaiting[seq] == nil,
+           let gone = apps.attachments.departedProcess(of: app, owing: seq),
+           gone.pid == c.caller.pid || policy.isAdministrator(c.caller) {
+            return
+        }
+        _ = try attachedProcess(c, app)
+    }
+
+    /// A willTerminate answer's `restorations`, all checked before anything is settled or saved,
+    /// so that a refused answer loses nothing and may be sent again, corrected, before the
+    /// deadline. Each entry is the app's own session within MaxRestorationSize; the message
+    /// limit (MaxMessageSize) bounds the whole answer, and since keys are unique and each names
+    /// a session of the app, there are never more entries than the app has sessions.
+    func checkedTerminationRestorations(_ c: MethodCall, _ app: AppID,
+                                        seq: UInt64) throws(VarlinkError) -> [(session: SessionID, data: RestorationData)]? {
+        guard let awaited = apps.attachments.awaited(app, seq: seq) else { return nil }
+        guard let entries = try c.p.restorations("restorations") else { return nil }
+        // Only willTerminate asks for every scene's state; other answers carry their scene's.
+        guard awaited.name == .willTerminate else { throw .invalidParameter("restorations") }
+        for entry in entries {
+            guard let s = host.engine.sessions[entry.session] else { throw Self.error(for: lookupFailure(entry.session)) }
+            guard s.app == app else {
+                throw Self.appError("NotOwnSession", app, [("session", .string(entry.session.description))],
+                                    "session \(entry.session) is not \(app)'s")
+            }
+            _ = try checkedRestoration(entry.data, of: entry.session)
+        }
+        return entries
     }
 
     func answerNotice(_ c: MethodCall) throws(VarlinkError) {

@@ -80,8 +80,27 @@ struct CallParameters {
     /// RestorationData: exactly one of `json` (a JSON object, like NSUserActivity's userInfo)
     /// or `base64`.
     func restoration(_ name: String) throws(VarlinkError) -> RestorationData? {
+        guard has(name), let value = object[name] else { return nil }
+        return try Self.restoration(value, name)
+    }
+
+    /// A map of session ids to RestorationData (io.scened.App's `restorations`), in the
+    /// message's order; nil when absent. A bad entry is named in the error when its key is short.
+    func restorations(_ name: String) throws(VarlinkError) -> [(session: SessionID, data: RestorationData)]? {
         guard has(name) else { return nil }
-        guard case .object(let r)? = object[name] else { throw .invalidParameter(name) }
+        guard case .object(let map)? = object[name] else { throw .invalidParameter(name) }
+        var entries: [(session: SessionID, data: RestorationData)] = []
+        entries.reserveCapacity(map.count)
+        for (key, value) in map {
+            let entry = key.utf8.count <= 32 ? "\(name).\(key)" : name
+            guard let id = SessionID(parsing: key) else { throw .invalidParameter(entry) }
+            entries.append((id, try Self.restoration(value, entry)))
+        }
+        return entries
+    }
+
+    private static func restoration(_ value: JSONValue, _ name: String) throws(VarlinkError) -> RestorationData {
+        guard case .object(let r) = value else { throw .invalidParameter(name) }
         let json = r["json"].flatMap { $0 == .null ? nil : $0 }
         let base64 = r["base64"].flatMap { $0 == .null ? nil : $0 }
         switch (json, base64) {

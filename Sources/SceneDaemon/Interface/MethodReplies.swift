@@ -32,9 +32,11 @@ extension MethodDispatcher {
         return text
     }
 
-    func checkedRestoration(_ data: RestorationData?) throws(VarlinkError) -> RestorationData? {
+    /// `session` names the payload in the error when one answer carries several.
+    func checkedRestoration(_ data: RestorationData?, of session: SessionID? = nil) throws(VarlinkError) -> RestorationData? {
         guard let data, data.byteCount > limits.maxRestorationSize else { return data }
-        throw limits.error("MaxRestorationSize", "the state-restoration data is \(data.byteCount) bytes, the most a session may keep is \(limits.maxRestorationSize) (MaxRestorationSize)")
+        let whose = session.map { " of \($0)" } ?? ""
+        throw limits.error("MaxRestorationSize", "the state-restoration data\(whose) is \(data.byteCount) bytes, the most a session may keep is \(limits.maxRestorationSize) (MaxRestorationSize)")
     }
 
     func checkSessionQuota(_ app: AppID) throws(VarlinkError) {
