@@ -118,4 +118,40 @@ struct LoginSleepTests {
         #expect(expiry.last?.object["cause"] != nil)
         try app.call("EndBackgroundTask", ["task": .string(task)])
     }
+    @Test("hostile: an app that never answers before sleep holds the sleep up at most the sleep bound, then is hung",
+          .timeLimit(.minutes(2)))
+    func silentAppBeforeSleep() throws {
+        let rig = try LoginRig(sessions: [LoginFollowTests.me])
+        let silent = try AttachedApp(rig.daemon, app: "com.example.silent")
+        _ = try silent.answered(through: "didFinishLaunching")
+        _ = try silent.foregroundScene()
+        try rig.waitFor("the sleep inhibitor taken") { try rig.mock.inhibitors().contains("sleep") }
+        let start = monotonicSeconds()
+        try rig.mock.mockCall("EmitPrepare", ["string:Sleep", "boolean:true"])
+        // Its didEnterBackground is never answered.
+        _ = try silent.events(through: "didEnterBackground")
+        try rig.waitFor("the sleep inhibitor released", seconds: 10) { try !rig.mock.inhibitors().contains("sleep") }
+        let held = monotonicSeconds() - start
+        print("sleep with an app that never answers: inhibitor released \(Format.fixed(held, 2)) s after PrepareForSleep (bound 4.5 s)")
+        #expect(held > 4 && held < 5.5, "released after \(held) s")
+        try rig.daemon.assertServing("while prepared for sleep")
+    }
+
+    @Test("hostile: logind gone while the machine is prepared for sleep → the apps come back as after a resume",
+          .timeLimit(.minutes(2)))
+    func logindGoneWhileAsleep() throws {
+        let rig = try LoginRig(sessions: [LoginFollowTests.me])
+        let app = try AttachedApp(rig.daemon, app: "com.example.dreamer")
+        _ = try app.answered(through: "didFinishLaunching")
+        let s = try app.foregroundScene()
+        try rig.waitFor("the sleep inhibitor taken") { try rig.mock.inhibitors().contains("sleep") }
+        try rig.mock.mockCall("EmitPrepare", ["string:Sleep", "boolean:true"])
+        _ = try app.answered(through: "didEnterBackground")
+        try rig.waitFor("suspended for sleep") { try rig.app("com.example.dreamer")["process"]?.stringValue == "suspended" }
+        rig.mock.killMock()
+        let back = try app.answered(through: "didBecomeActive").map(\.brief)
+        #expect(back.suffix(2) == ["willEnterForeground \(s) sleep", "didBecomeActive \(s) sleep"], "\(back)")
+        #expect(try rig.app("com.example.dreamer")["process"]?.stringValue == "running")
+        #expect(try rig.system()["sleeping"]?.boolValue == false)
+    }
 }
