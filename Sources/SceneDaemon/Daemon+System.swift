@@ -43,7 +43,7 @@ extension Daemon {
         }
         if system.sleep.nextDeadline != nil {
             let view = SleepMachine.View(now: now, settled: settled, owesAnswers: owes,
-                                         frozen: settled && apps.launches.frozenAsWanted)
+                                         frozen: settled && apps.launches.frozenAsWanted && freezesComplete)
             let actions = system.sleep.step(view)
             moved = moved || !actions.isEmpty
             carryOut(sleep: actions)
@@ -51,6 +51,13 @@ extension Daemon {
         // A step taken may let the next one be taken at once (nothing to wait for); answers,
         // exits, commits and deadlines bring the other passes.
         if moved { requestPass() }
+    }
+
+    /// Every process scened froze is frozen as the kernel reports it: sleep must not let go
+    /// of its inhibitor while an app still runs code (R31).
+    private var freezesComplete: Bool {
+        guard let launcher = apps.launcher else { return true }
+        return apps.launches.processes.allSatisfy { !$0.value.frozen || launcher.freezeComplete($0.key) }
     }
 
     /// A commit settled while a stop or a sleep waits for it.

@@ -185,6 +185,13 @@ final class AppLauncher {
         }
     }
 
+    /// Whether the kernel reports the app's freeze complete (cgroup.events `frozen 1`): the
+    /// write to cgroup.freeze only starts it. A process group's SIGSTOP is taken as done.
+    func freezeComplete(_ app: AppID) -> Bool {
+        guard case .cgroup(let cg)? = container(app) else { return true }
+        return (try? cg.events())?.frozen ?? true
+    }
+
     func thaw(_ app: AppID) -> String? {
         switch container(app) {
         case .cgroup(let cg)?: return describe { try cg.thaw() }

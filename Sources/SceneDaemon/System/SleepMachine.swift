@@ -35,6 +35,9 @@ struct SleepMachine {
 
     private(set) var phase = Phase.awake
     private var deadline: Timestamp?
+    /// While the kernel completes the freezes (it tells no one): when to look again.
+    private var recheck: Timestamp?
+    static let freezeRecheck = TimeSpan.milliseconds(10)
     /// The apps sleep suspended, to resume after.
     private(set) var suspended: [AppID] = []
 
@@ -57,7 +60,11 @@ struct SleepMachine {
             return [.suspendApps]
         case .suspending where view.frozen || late:
             phase = .asleep
+            recheck = nil
             return [.releaseInhibitor]
+        case .suspending:
+            recheck = view.now + Self.freezeRecheck
+            return []
         default:
             return []
         }
@@ -68,12 +75,17 @@ struct SleepMachine {
         guard phase != .awake else { return [] }
         phase = .awake
         deadline = nil
+        recheck = nil
         let apps = suspended
         suspended = []
         return [.resumeApps(apps), .hold(false)]
     }
 
     var nextDeadline: Timestamp? {
-        phase == .backgrounding || phase == .suspending ? deadline : nil
+        switch phase {
+        case .backgrounding: deadline
+        case .suspending: [deadline, recheck].compactMap { $0 }.min()
+        case .awake, .asleep: nil
+        }
     }
 }

@@ -1,28 +1,25 @@
 import Glibc
-import ScenedTestSupport
-@testable import SceneDaemon
-import SystemdKit
 
 /// A private dbus-daemon with python-dbusmock's logind template on it (python3-dbusmock).
 ///
 /// The template is extended (written to the bus's directory) so that a mock started anew can
 /// come up with sessions already in place, as a restarted logind does, and with methods on the
 /// mock interface that emit logind's signals and floods of them.
-final class LogindMock {
-    let dir = TemporaryDirectory(prefix: "scened-logind")
-    var socketPath: String { dir.file("bus") }
-    var address: String { "unix:path=\(socketPath)" }
-    private(set) var bus: ChildProcess?
-    private(set) var mock: ChildProcess?
+public final class LogindMock {
+    public let dir = TemporaryDirectory(prefix: "scened-logind")
+    public var socketPath: String { dir.file("bus") }
+    public var address: String { "unix:path=\(socketPath)" }
+    public private(set) var bus: ChildProcess?
+    public private(set) var mock: ChildProcess?
     private var starts = 0
 
-    static let python = "/usr/bin/python3"
-    static var isInstalled: Bool {
+    public static let python = "/usr/bin/python3"
+    public static var isInstalled: Bool {
         access("/usr/bin/dbus-daemon", X_OK) == 0 && access("/usr/bin/dbus-send", X_OK) == 0
             && access("/usr/lib/python3/dist-packages/dbusmock/templates/logind.py", R_OK) == 0
     }
 
-    init() throws {
+    public init() throws {
         guard Self.isInstalled else {
             dir.remove()
             throw TestFailure("dbus-daemon, dbus-send or python3-dbusmock is missing: run packaging/dev-deps")
@@ -57,7 +54,7 @@ final class LogindMock {
         dir.remove()
     }
 
-    func startBus() throws {
+    public func startBus() throws {
         unlink(socketPath)
         starts += 1
         bus = try ChildProcess(["/usr/bin/dbus-daemon", "--config-file=\(dir.file("bus.conf"))", "--nofork", "--nopidfile"],
@@ -68,7 +65,7 @@ final class LogindMock {
     }
 
     /// Starts the mock with `sessions` in place: "id:seat:uid:name:active(0/1):locked(0/1)".
-    func startMock(sessions: [String] = []) throws {
+    public func startMock(sessions: [String] = []) throws {
         starts += 1
         mock = try ChildProcess([Self.python, "-m", "dbusmock", "--template", dir.file("scened_logind.py")],
                                 environment: ["DBUS_SYSTEM_BUS_ADDRESS": address,
@@ -79,17 +76,17 @@ final class LogindMock {
         }
     }
 
-    func killMock() {
+    public func killMock() {
         mock?.killNow()
         mock = nil
     }
 
-    func killBus() {
+    public func killBus() {
         bus?.killNow()
         bus = nil
     }
 
-    func nameHasOwner() throws -> Bool {
+    public func nameHasOwner() throws -> Bool {
         let out = try send(dest: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner",
                            ["string:org.freedesktop.login1"])
         return out.contains("boolean true")
@@ -97,7 +94,7 @@ final class LogindMock {
 
     /// dbus-send with --print-reply; throws on a failed call.
     @discardableResult
-    func send(dest: String = "org.freedesktop.login1", path: String = "/org/freedesktop/login1",
+    public func send(dest: String = "org.freedesktop.login1", path: String = "/org/freedesktop/login1",
               _ method: String, _ arguments: [String] = []) throws -> String {
         let done = try run(["/usr/bin/dbus-send", "--bus=\(address)", "--print-reply", "--dest=\(dest)", path, method] + arguments,
                            in: dir.path, timeout: 15)
@@ -105,16 +102,16 @@ final class LogindMock {
         return done.stdout
     }
 
-    func session(_ id: String, _ method: String, _ arguments: [String] = []) throws {
+    public func session(_ id: String, _ method: String, _ arguments: [String] = []) throws {
         try send(path: "/org/freedesktop/login1/session/\(id)", method, arguments)
     }
 
-    func mockCall(_ method: String, _ arguments: [String] = []) throws {
+    public func mockCall(_ method: String, _ arguments: [String] = []) throws {
         try send("org.freedesktop.DBus.Mock.\(method)", arguments)
     }
 
     /// ListInhibitors' (what, who, why, mode) rows, as dbus-send prints them, by `who`.
-    func inhibitors(by who: String = "scened") throws -> [String] {
+    public func inhibitors(by who: String = "scened") throws -> [String] {
         let out = try send("org.freedesktop.login1.Manager.ListInhibitors")
         // Each struct prints its strings one per line: what, who, why, mode.
         let strings = out.split(separator: "\n").compactMap { line -> String? in
@@ -131,7 +128,7 @@ final class LogindMock {
         return whats.sorted()
     }
 
-    static let template = """
+    public static let template = """
         import os
         import dbus
         from dbusmock import MOCK_IFACE, mockobject
@@ -162,6 +159,12 @@ final class LogindMock {
         def EmitPrepare(self, what, start):
             self.EmitSignal('org.freedesktop.login1.Manager', 'PrepareFor' + what, 'b', [start])
 
+        @dbus.service.method(MOCK_IFACE, in_signature='su', out_signature='')
+        def FloodLocks(self, sid, count):
+            obj = mockobject.objects['/org/freedesktop/login1/session/' + sid]
+            for i in range(count):
+                obj.EmitSignal(SESSION_IFACE, 'Lock' if i % 2 == 0 else 'Unlock', '', [])
+
         @dbus.service.method(MOCK_IFACE, in_signature='susb', out_signature='')
         def Flood(self, sid, count, prop, invalidate):
             obj = mockobject.objects['/org/freedesktop/login1/session/' + sid]
@@ -171,51 +174,6 @@ final class LogindMock {
                 obj.EmitSignal('org.freedesktop.DBus.Properties', 'PropertiesChanged', 'sa{sv}as',
                                [SESSION_IFACE, dbus.Dictionary(changed, signature='sv'), gone])
         """
-}
-
-/// A `LogindClient` on its own loop, its news collected as the daemon would get them.
-final class LogindHarness {
-    let loop: EventLoop
-    let inbox = LoopInbox<DaemonInput>()
-    let client: LogindClient
-    var news: [LoginNews] = []
-
-    init(address: String, followIdle: Bool = false, keepSessionsUSec: UInt64 = 5_000_000) throws {
-        loop = try EventLoop()
-        var settings = LogindClient.Settings()
-        settings.address = .address(address)
-        settings.followIdle = followIdle
-        settings.callTimeoutUSec = 5_000_000
-        settings.keepSessionsUSec = keepSessionsUSec
-        client = LogindClient(loop: loop, inbox: inbox, settings: settings)
-        inbox.open { [unowned self] input in
-            guard case .login(let i) = input else { return }
-            news += client.handle(i)
-        }
-        client.start()
-        news += client.takeNews()
-    }
-
-    deinit {
-        client.stop()
-        inbox.close()
-    }
-
-    /// Runs the loop until `done()` or `seconds` pass; whether `done()` held.
-    @discardableResult
-    func spin(seconds: Double, until done: () throws -> Bool = { false }) throws -> Bool {
-        let deadline = Clock.monotonic.now() + UInt64(seconds * 1_000_000)
-        while true {
-            if try done() { return true }
-            let now = Clock.monotonic.now()
-            if now >= deadline { return false }
-            try loop.runIteration(timeoutUSec: min(deadline - now, 10_000))
-        }
-    }
-
-    func count(_ item: LoginNews) -> Int { news.filter { $0 == item }.count }
-    var unavailableCount: Int { news.filter { if case .unavailable = $0 { true } else { false } }.count }
-    func verdict(_ uid: UInt32) -> LoginVerdict { client.state.verdict(forUID: uid) }
 }
 
 /// Whether something accepts connections on the unix socket at `path` (a socket file exists
