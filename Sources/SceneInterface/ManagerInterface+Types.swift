@@ -165,7 +165,9 @@ type Event (
   # The state after the event: a SceneState for scene callbacks, a ProcessState otherwise.
   state: string,
   appState: ApplicationState,
-  # request, timer, reclaim, cap or restore.
+  # request, timer, reclaim, cap or restore; what the system did: shutdown (a stop of scened
+  # or of the machine), interruption, lock, session (no active session: a VT or user switch),
+  # idle, sleep.
   cause: string,
   # didDiscardSceneSessions: the sessions discarded; terminated: the sessions archived.
   sessions: ?[]string,
@@ -177,7 +179,8 @@ type Event (
   task: ?string,
   taskName: ?string,
   # terminated: requested, backgroundTaskExpired, memoryPressure, exited (an attached process
-  # went away without detaching) or hung (it missed a deadline).
+  # went away without detaching), hung (it missed a deadline) or shutdown (scened or the
+  # machine stopped and scened ended the process it had started, after willTerminate).
   reason: ?string,
   reclaim: ?ReclaimNote
 )
