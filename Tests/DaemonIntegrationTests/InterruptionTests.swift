@@ -151,7 +151,7 @@ struct InterruptionTests {
           .timeLimit(.minutes(3)))
     func tenThousandBegins() throws {
         let workspace = try Workspace(configuration: Self.configuration)
-        let daemon = try DaemonProcess(workspace)
+        let daemon = try DaemonProcess(workspace, environment: ScenedLaunch.measuredMemoryEnvironment)
         defer { if daemon.child.isRunning { try? daemon.stop() } }
         let a = try daemon.call("Connect", ["app": "com.example.a"]).sessionID
         let bystander = try daemon.client(timeout: .seconds(20))

@@ -58,18 +58,22 @@ public final class LogindMock {
         unlink(socketPath)
         starts += 1
         bus = try ChildProcess(["/usr/bin/dbus-daemon", "--config-file=\(dir.file("bus.conf"))", "--nofork", "--nopidfile"],
-                               directory: dir.path, label: "dbus-daemon-\(starts)")
+                               environment: Self.quietEnvironment, directory: dir.path, label: "dbus-daemon-\(starts)")
         guard waitUntil(seconds: 10, { accepts(socketPath) }) else {
             throw TestFailure("dbus-daemon did not listen: \(bus?.stderr ?? "")")
         }
     }
 
     /// Starts the mock with `sessions` in place: "id:seat:uid:name:active(0/1):locked(0/1)".
+    /// dbus-daemon sends READY=1 to NOTIFY_SOCKET when it has one: never to a test's listener
+    /// (NotifyTests set the variable process-wide for a moment).
+    static let quietEnvironment: [String: String?] = ["NOTIFY_SOCKET": nil]
+
     public func startMock(sessions: [String] = []) throws {
         starts += 1
         mock = try ChildProcess([Self.python, "-m", "dbusmock", "--template", dir.file("scened_logind.py")],
                                 environment: ["DBUS_SYSTEM_BUS_ADDRESS": address,
-                                              "SCENED_TEST_SESSIONS": sessions.joined(separator: ",")],
+                                              "SCENED_TEST_SESSIONS": sessions.joined(separator: ","), "NOTIFY_SOCKET": nil],
                                 directory: dir.path, label: "dbusmock-\(starts)")
         guard waitUntil(seconds: 15, { (try? nameHasOwner()) == true }) else {
             throw TestFailure("dbusmock did not take org.freedesktop.login1: \(mock?.stderr ?? "")")

@@ -26,7 +26,7 @@ private final class PrivateBus {
             </busconfig>
             """)
         daemon = try ChildProcess(["/usr/bin/dbus-daemon", "--config-file=\(config)", "--nofork", "--nopidfile"],
-                                  directory: dir.path, label: "dbus-daemon")
+                                  environment: ["NOTIFY_SOCKET": nil], directory: dir.path, label: "dbus-daemon")
         guard waitUntil(seconds: 10, { accepts(dir.file("bus")) }) else {
             throw TestFailure("dbus-daemon did not listen: \(daemon?.stderr ?? "")")
         }

@@ -31,7 +31,9 @@ final class LoginRig {
             mkdir(workspace.directory.file("apps.d"), 0o755)
             try writeTextFile(workspace.directory.file("apps.d/\(app).conf"), body.replacing("@SOCKET@", with: workspace.socketPath) + "\n")
         }
-        daemon = try DaemonProcess(workspace, environment: ["DBUS_SYSTEM_BUS_ADDRESS": busAddress ?? mock.address])
+        var environment = ScenedLaunch.measuredMemoryEnvironment
+        environment["DBUS_SYSTEM_BUS_ADDRESS"] = busAddress ?? mock.address
+        daemon = try DaemonProcess(workspace, environment: environment)
         if waitFollowed { try waitFor("login followed", seconds: 15) { try self.login() == "followed" } }
     }
 
