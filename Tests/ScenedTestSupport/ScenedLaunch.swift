@@ -75,3 +75,10 @@ extension ScenedLaunch {
         return ["ASAN_OPTIONS": inherited + "quarantine_size_mb=0"]
     }
 }
+
+/// What a memory bound measured in the test process itself must allow for when it runs under
+/// AddressSanitizer: freed memory waits in ASan's quarantine (256 MiB by default) and counts in
+/// RSS. Zero in other builds (the ASan runtime is then absent).
+public enum AddressSanitizerAllowance {
+    public static let kiB: Int = dlsym(nil, "__asan_init") != nil ? 256 * 1024 : 0
+}
