@@ -159,6 +159,8 @@ extension JSONWriter {
         case .terminated(let reason, let archived):
             field("reason", static: reason.staticName)
             sessionList(archived)
+        case .wake(let wake):
+            wakeFields(wake, withholdPayload: withholdRestoration)
         }
         if case .reclaim(let note) = e.cause {
             key(static: "reclaim")
@@ -171,6 +173,26 @@ extension JSONWriter {
             field("reason", note.reason)
             endObject()
         }
+    }
+
+    /// A wake's item: the task (identifier, kind) or the notification (id, payload), and when
+    /// it closes.
+    private mutating func wakeFields(_ wake: WakeDetail, withholdPayload: Bool) {
+        field("kind", static: wake.kind.staticName)
+        if wake.kind == .notification {
+            field("notification", wake.identifier)
+            if let payload = wake.payload {
+                if withholdPayload {
+                    field("withheld", true)
+                } else {
+                    key(static: "payload")
+                    raw(payload)
+                }
+            }
+        } else {
+            field("identifier", wake.identifier)
+        }
+        field("deadline", wake.deadline)
     }
 
     private mutating func sessionList(_ ids: [SessionID]) {
