@@ -21,8 +21,8 @@ extension Verb {
         })
 
     /// io.scened.App's calls are for the app's owner and administrators; for an app scened
-    /// starts itself, scened takes them only from its attached process.
-    static let appCallNote = "It calls io.scened.App, which is for the app's owner and administrators; for an app scened starts itself (ExecStart=) scened takes it only from the app's attached process, so scenectl's call is refused."
+    /// starts itself, only from its attached process or an administrator while one is attached.
+    static let appCallNote = "It makes the app's own request (io.scened.App), for the app's owner and administrators; for an app scened starts itself (ExecStart=) its process must be attached, and then only that process or an administrator may make it (NotAttached otherwise, exit status 1)."
 
     static let schedule = Verb(
         "schedule", section: .tasks, synopsis: "APP IDENTIFIER [--kind KIND] [--at TIME | --in SPAN]",
