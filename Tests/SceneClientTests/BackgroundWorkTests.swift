@@ -154,3 +154,187 @@ struct BackgroundWorkTests {
         print("BackgroundWorkTests: \(count) notifications handled and acknowledged in \(elapsed)")
     }
 }
+
+/// Records each task it is handed; completes `e2e.refresh` at once and leaves `e2e.slow` to
+/// its expiration (with a handler) and `e2e.silent` without one.
+@MainActor
+final class LiveBackgroundDelegate: ApplicationDelegate {
+    var lines: [String] = []
+
+    func application(_ application: SceneApplication, didFinishLaunchingWithOptions launchOptions: LaunchOptions?) async -> Bool {
+        let scheduler = application.taskScheduler
+        scheduler.register(forTaskWithIdentifier: "e2e.refresh") { [unowned self] task in
+            lines.append("perform \(task.identifier)")
+            task.setTaskCompleted(success: true)
+        }
+        scheduler.register(forTaskWithIdentifier: "e2e.slow") { [unowned self] task in
+            lines.append("perform \(task.identifier)")
+            task.expirationHandler = { [unowned self, unowned task] in
+                lines.append("expired \(task.identifier)")
+                task.setTaskCompleted(success: false)
+            }
+        }
+        scheduler.register(forTaskWithIdentifier: "e2e.silent") { [unowned self] task in lines.append("perform \(task.identifier)") }
+        return true
+    }
+
+    func application(_ application: SceneApplication, didReceiveNotification notification: RemoteNotification) async {
+        lines.append("notification \(notification.identifier) \(notification.payload["text"]?.stringValue ?? "-")")
+    }
+}
+
+/// The same against the real scened (R34): a suspended app is resumed for a task or a
+/// notification and suspended again by the answer, or by the expiration when it gives none.
+@Suite("SceneClient background work with the real daemon", .serialized)
+@MainActor
+struct LiveBackgroundWorkTests {
+    /// Suspended soon after its last scene went; answers long; budgets short where examined.
+    static let configuration = Workspace.calmConfiguration + """
+
+        [Lifecycle]
+        SuspendDelaySec=200ms
+        ExpirationGraceSec=500ms
+        DidEnterBackgroundTimeoutSec=10min
+        WillTerminateTimeoutSec=10min
+        [Background]
+        CoalesceSec=0
+        RefreshBudgetSec=2s
+        NotificationBudgetSec=10min
+        """
+
+    /// The Monitor's event names after the first `index`.
+    static func names(_ events: [JSONValue], from index: Int) -> [String] {
+        events.dropFirst(index).compactMap { $0["event"]?.stringValue }
+    }
+
+    /// The Monitor's events up to the first `suspended` after the first `index`, waited for
+    /// without blocking the main actor (the app's callbacks run on it).
+    static func untilSuspended(_ feed: MonitorFeed, after index: Int, _ what: String) async throws -> [JSONValue] {
+        var found: [JSONValue]?
+        try await eventually(what) {
+            let all = feed.all
+            if let i = all.indices.dropFirst(index).first(where: { all[$0]["event"]?.stringValue == "suspended" }) {
+                found = Array(all[...i])
+            }
+            return found != nil || feed.error != nil
+        }
+        guard let found else { throw TestFailure("\(what): \(feed.error ?? "")") }
+        return found
+    }
+
+    @Test("a task and a notification wake the suspended app; each answer suspends it again", .timeLimit(.minutes(10)))
+    func wakeAnswerSuspend() async throws {
+        let workspace = try Workspace(configuration: Self.configuration)
+        let daemon = try DaemonProcess(workspace)
+        let socket = workspace.socketPath
+        let app = "org.example.bgclient"
+        let feed = try MonitorFeed(socketPath: socket, app: app)
+        defer { feed.stop() }
+        let delegate = LiveBackgroundDelegate()
+        let running = RunningApp(app: app, socketPath: socket, requestSceneAtLaunch: false, delegate: delegate)
+        var seen = try await Self.untilSuspended(feed, after: 0, "suspended after the launch").count
+
+        try await running.application.taskScheduler.submit(AppRefreshTaskRequest(identifier: "e2e.refresh"))
+        let afterTask = try await Self.untilSuspended(feed, after: seen, "suspended after the task")
+        #expect(Self.names(afterTask, from: seen) == ["resumed", "performBackgroundTask", "suspended"], "\(afterTask.map(describe))")
+        let perform = afterTask.first { $0["event"]?.stringValue == "performBackgroundTask" }
+        #expect(perform?["identifier"]?.stringValue == "e2e.refresh" && perform?["kind"]?.stringValue == "refresh")
+        #expect(perform?["cause"]?.stringValue == "background" && perform?["deadline"]?.intValue != nil)
+        seen = afterTask.count
+
+        let reply = try await manager(socket, "Notify", ["app": .string(app), "payload": ["text": "hi"]])
+        let id = try #require(reply["notification"]?.stringValue)
+        let afterNote = try await Self.untilSuspended(feed, after: seen, "suspended after the notification")
+        #expect(Self.names(afterNote, from: seen) == ["resumed", "didReceiveNotification", "suspended"], "\(afterNote.map(describe))")
+        #expect(delegate.lines == ["perform e2e.refresh", "notification \(id) hi"])
+        let work = try await manager(socket, "ListBackgroundWork", ["app": .string(app)])
+        #expect(work["tasks"]?.arrayValue?.isEmpty == true && work["notifications"]?.arrayValue?.isEmpty == true
+                && work["wakes"]?.arrayValue?.isEmpty == true, "\(work)")
+        #expect(running.recorder.overruns.isEmpty)
+
+        // Cancelling what no longer waits: NoSuchBackgroundTask.
+        await #expect(throws: VarlinkError.self) {
+            try await running.application.taskScheduler.cancel(taskRequestWithIdentifier: "e2e.refresh")
+        }
+        try await running.application.detach()
+        _ = try await running.ending()
+        try daemon.stop()
+    }
+
+    @Test("a task left running gets its expiration handler, or is completed for it, and the app is suspended", .timeLimit(.minutes(10)))
+    func expiration() async throws {
+        let workspace = try Workspace(configuration: Self.configuration)
+        let daemon = try DaemonProcess(workspace)
+        let socket = workspace.socketPath
+        let app = "org.example.bgexpire"
+        let feed = try MonitorFeed(socketPath: socket, app: app)
+        defer { feed.stop() }
+        let delegate = LiveBackgroundDelegate()
+        let running = RunningApp(app: app, socketPath: socket, requestSceneAtLaunch: false, delegate: delegate)
+        var before = try await Self.untilSuspended(feed, after: 0, "suspended after the launch").count
+
+        for identifier in ["e2e.slow", "e2e.silent"] {
+            try await running.application.taskScheduler.submit(AppRefreshTaskRequest(identifier: identifier))
+            let events = try await Self.untilSuspended(feed, after: before, "suspended after \(identifier)")
+            #expect(Self.names(events, from: before) == ["resumed", "performBackgroundTask", "backgroundTaskWillExpire", "suspended"],
+                    "\(identifier): \(events.map(describe))")
+            before = events.count
+        }
+        #expect(delegate.lines == ["perform e2e.slow", "expired e2e.slow", "perform e2e.silent"])
+        try await eventually("the log line") {
+            running.logLines.withLock { $0 }.contains { $0.contains("e2e.silent expires and has no expiration handler") }
+        }
+        try await running.application.detach()
+        _ = try await running.ending()
+        try daemon.stop()
+    }
+}
+
+/// Examples/python/scene_app.py's background work, fed by the scripted stand-in for scened:
+/// what it sends for a refresh, a notification, an unknown task and an expiration.
+@Suite("scene_app.py background work", .serialized)
+struct PythonBackgroundTests {
+    static let script = FakeAppDaemon.interfaceDirectory.replacingOccurrences(of: "/interfaces", with: "/Examples/python/scene_app.py")
+
+    @Test("a refresh is completed and scheduled again, a notification answered, the rest completed unsuccessfully", .timeLimit(.minutes(5)))
+    func refreshAndNotification() throws {
+        let directory = TemporaryDirectory(prefix: "scene-app-py")
+        defer { directory.remove() }
+        let e = { (seq: Int64, name: String, extra: JSONObject) in
+            FakeAppDaemon.event(seq, name, nil, state: "running", cause: "background", bounded: name != "didFinishLaunching", extra: extra)
+        }
+        let daemon = try FakeAppDaemon(directory: directory.path, events: [
+            e(1, "didFinishLaunching", [:]),
+            e(2, "performBackgroundTask", ["kind": "refresh", "identifier": "py.refresh"]),
+            e(3, "didReceiveNotification", ["kind": "notification", "notification": "n4", "payload": ["text": "hi"]]),
+            e(4, "performBackgroundTask", ["kind": "processing", "identifier": "other.task"]),
+            e(5, "backgroundTaskWillExpire", ["kind": "refresh", "identifier": "py.refresh"]),
+            e(6, "willTerminate", [:]),
+        ])
+        defer { daemon.stop() }
+        let before = Int64(Date().timeIntervalSince1970 * 1_000_000)
+        let result = try run(["/usr/bin/env", "python3", Self.script, "--socket", daemon.path, "--app", "org.example.fake",
+                              "--no-scene", "--refresh", "60"], in: directory.path, timeout: 120)
+        #expect(result.status == 0, "\(result.summary)")
+        let calls = daemon.calls.map { call -> String in
+            let p = call.parameters
+            let name = String(call.method.split(separator: ".").last ?? "")
+            switch name {
+            case "ScheduleBackgroundTask": return "\(name) \(p["identifier"]?.stringValue ?? "?") \(p["kind"]?.stringValue ?? "?")"
+            case "CompleteBackgroundTask": return "\(name) \(p["identifier"]?.stringValue ?? "?") \(p["success"]?.boolValue == true)"
+            case "Acknowledge": return "\(name) \(p["seq"]?.intValue ?? -1)"
+            default: return name
+            }
+        }
+        #expect(calls == [
+            "ScheduleBackgroundTask py.refresh refresh", "ScheduleBackgroundTask py.refresh refresh",
+            "CompleteBackgroundTask py.refresh true", "Acknowledge 3", "CompleteBackgroundTask other.task false",
+            "CompleteBackgroundTask py.refresh false", "Acknowledge 6", "Detach",
+        ], "\(result.summary)")
+        // A minute ahead, in microseconds since the epoch.
+        let begin = daemon.calls.first?.parameters["earliestBegin"]?.intValue ?? 0
+        #expect(begin >= before + 59_000_000 && begin <= before + 180_000_000, "\(begin) vs \(before)")
+        #expect(result.stdout.contains("2 performBackgroundTask py.refresh refresh completed, refreshes 1"), "\(result.stdout)")
+        #expect(result.stdout.contains("3 didReceiveNotification n4 {\"text\": \"hi\"} answered"), "\(result.stdout)")
+    }
+}

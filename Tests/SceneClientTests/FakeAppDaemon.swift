@@ -102,6 +102,14 @@ final class FakeAppDaemon: @unchecked Sendable {
             for e in events { replies.append(["parameters": ["event": .object(e)], "continues": true]) }
             return replies.allSatisfy { send($0, fd) }
         }
+        if method == "org.varlink.service.GetInterfaceDescription" {
+            // Clients that build their calls from the text (Python's varlink) ask for it first.
+            let name = parameters["interface"]?.stringValue ?? ""
+            guard let text = try? String(contentsOfFile: Self.interfaceDirectory + "/\(name).varlink", encoding: .utf8) else {
+                return send(["error": "org.varlink.service.InterfaceNotFound", "parameters": ["interface": .string(name)]], fd)
+            }
+            return send(["parameters": ["description": .string(text)]], fd)
+        }
         recorded.withLock { $0.append(Call(method: method, parameters: parameters)) }
         let carriesState = parameters["restoration"] != nil || parameters["restorations"] != nil
         if refuseStateOnce, carriesState, !refused.withLock({ $0 }) {
@@ -116,6 +124,13 @@ final class FakeAppDaemon: @unchecked Sendable {
         }
         return true
     }
+
+    /// interfaces/ of this package, from this file's path (Tests/SceneClientTests/…).
+    static let interfaceDirectory: String = {
+        var path = #filePath
+        for _ in 0..<3 { path = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)]) }
+        return path + "/interfaces"
+    }()
 
     private func send(_ reply: JSONObject, _ fd: Int32) -> Bool {
         let bytes = JSONValue.object(reply).serialized() + [0]
