@@ -17,7 +17,8 @@ Phases:
             when it is back (the test restarts it and connects a new session) the page shows
             the new session and its events (the monitor resumed).
   flood     a flood of events while the page is open: the list keeps the last 100, reaches
-            the newest, and the page still answers.
+            the newest, and the page still answers; then more sessions than it lists: it
+            shows the first 500 and says so, and the app filter still finds an app's own.
 """
 
 import argparse
@@ -213,6 +214,17 @@ def phase_flood(driver, args):
     driver.execute_script("return document.getElementById('filter-state').value")
     print("figure: a script round trip after the flood took %.3f s" % (time.monotonic() - started), flush=True)
     wait_for(driver, "the page is still connected", lambda: connected(driver))
+    # Then more sessions than the page lists: it shows the first 500 and says so.
+    print("events done", flush=True)
+    total = int(wait_for_file(args.marker + ".sessions", 120))
+    wait_for(driver, "%d sessions: the first 500 shown, and the page says so" % total,
+             lambda: text_of(driver, "#sessions-count").startswith("the first 500 shown")
+             and len(driver.find_elements(By.CSS_SELECTOR, "#sessions-body tr")) == 500, timeout=30)
+    choose(driver, "filter-app", "com.example.notes")
+    wait_for(driver, "filtered by app, all of that app's sessions and only them",
+             lambda: not text_of(driver, "#sessions-count").startswith("the first")
+             and {r.get_attribute("textContent") for r in driver.find_elements(By.CSS_SELECTOR, "#sessions-body td.app")}
+             == {"com.example.notes"} and cell(driver, "sessions-body", "session", "s3", "app") == "com.example.notes")
 
 
 def wait_for_file(path, timeout):

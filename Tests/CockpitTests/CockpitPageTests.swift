@@ -123,7 +123,8 @@ struct CockpitPageTests {
         try setup.daemon.assertServing("after the page's phases")
     }
 
-    @Test("the daemon killed under the open page, then back; a flood of events", .timeLimit(.minutes(5)))
+    @Test("the daemon killed under the open page, then back; a flood of events; more sessions than it lists",
+          .timeLimit(.minutes(5)))
     func daemonGoneAndFlood() throws {
         try #require(getuid() == 0, "needs root: the browser kills the daemon by pid")
         let setup = try Setup()
@@ -162,6 +163,13 @@ struct CockpitPageTests {
         let last = try #require(try setup.daemon.call("GetStatus")["status"]?["nextSeq"]?.intValue) - 1
         print("figure: flood up to event \(last) in \(Int((monotonicSeconds() - floodStart) * 1000)) ms")
         try writeTextFile(phase.marker, "\(last)\n")
+        guard waitForLine(browser, "events done", seconds: 60) else {
+            throw TestFailure("the flood phase did not reach the sessions: \(browser.pipedLines)\n\(browser.stderr)")
+        }
+        for i in 0..<600 {
+            _ = try client.call("io.scened.Manager.Connect", ["app": .string("org.example.many\(i % 6)"), "background": true])
+        }
+        try writeTextFile(phase.marker + ".sessions", "603\n")
         try expectPassed(browser, "flood")
         try setup.daemon.assertServing("after the flood")
     }
