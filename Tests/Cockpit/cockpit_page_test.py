@@ -9,6 +9,8 @@ browser's console, saves a screenshot and exits 1. Every wait is bounded.
 Phases:
   show      the apps, sessions and pressure level the daemon has; Background on a session
             changes its state in the page (the test then checks scened).
+  shell     Cockpit's shell lists the page in its menu and shows it, told the socket by the
+            shell's address (#/?socket=).
   pressure  Set pressure (critical) from the page: the level and the episode show, in the
             chart too; a screenshot for the README.
   refused   as a user who is not an administrator: the read-only parts show; actions show
@@ -152,6 +154,16 @@ def phase_show(driver, args):
              and {r.get_attribute("textContent") for r in driver.find_elements(By.CSS_SELECTOR, "#sessions-body td.state")} == {"background"})
 
 
+def phase_shell(driver, args):
+    """The page inside Cockpit's shell: listed in its menu, told the socket by the shell's hash."""
+    wait_for(driver, "Cockpit's menu lists Scene sessions",
+             lambda: "Scene sessions" in [e.get_attribute("textContent").strip() for e in driver.find_elements(By.CSS_SELECTOR, "nav a")])
+    frame = wait_for(driver, "the shell shows the page in its frame",
+                     lambda: driver.find_elements(By.CSS_SELECTOR, 'iframe[name="cockpit1:localhost/scened"]'))
+    driver.switch_to.frame(frame[0])
+    shows_daemon_state(driver, args)
+
+
 def phase_pressure(driver, args):
     shows_daemon_state(driver, args)
     choose(driver, "pressure-set-level", "critical")
@@ -247,7 +259,7 @@ def save(driver, args, name):
     print("screenshot: " + path, flush=True)
 
 
-PHASES = {"show": phase_show, "pressure": phase_pressure, "refused": phase_refused, "vanish": phase_vanish,
+PHASES = {"show": phase_show, "shell": phase_shell, "pressure": phase_pressure, "refused": phase_refused, "vanish": phase_vanish,
           "flood": phase_flood}
 
 

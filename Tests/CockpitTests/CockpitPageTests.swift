@@ -93,6 +93,13 @@ struct CockpitPageTests {
         #expect(shown.stdout.contains("ok: session s1 reads background"), "\(shown.summary)")
         #expect(try setup.session("s1")?["state"]?.stringValue == "background", "scened did not take s1 to the background")
 
+        // In Cockpit's shell: listed in the menu, the socket passed in the shell's address.
+        server = try setup.server(as: nil, label: "shell")
+        phase = setup.phase("shell", server)
+        phase.url = server.shellURL
+        _ = try phase.run(in: setup.scratch.path)
+        server.stop()
+
         // As a user who is not an administrator: read-only parts show, actions are refused.
         let account = try TestAccount()
         defer { account.remove() }
@@ -119,7 +126,7 @@ struct CockpitPageTests {
         #expect(pressure?["override"]?.stringValue == "critical" && pressure?["level"]?.stringValue == "critical",
                 "scened's pressure after Set: \(String(describing: pressure))")
         #expect(pressure?["episode"]?["number"]?.intValue == 1, "no episode: \(String(describing: pressure))")
-        print("figure: the three browser phases took \(Int(monotonicSeconds() - started)) s")
+        print("figure: the four browser phases took \(Int(monotonicSeconds() - started)) s")
         try setup.daemon.assertServing("after the page's phases")
     }
 

@@ -44,6 +44,12 @@ final class CockpitServer {
         "http://127.0.0.1:\(port)/cockpit/@localhost/scened/index.html?socket=" + socketPath
     }
 
+    /// The page inside Cockpit's shell (its menu, the page in a frame), told the socket by
+    /// the shell's address.
+    var shellURL: String {
+        "http://127.0.0.1:\(port)/scened#/?socket=" + socketPath
+    }
+
     /// Ends cockpit-ws and the bridges it started (they are its children; found before it goes).
     func stop() {
         let bridges = childPids(of: child.pid)
@@ -60,7 +66,7 @@ final class CockpitServer {
 /// The browser script, one phase per run: its "ok:" lines are the checks it made.
 struct BrowserPhase {
     let phase: String
-    let url: String
+    var url: String
     var apps: [String] = []
     var sessions: [String] = []
     var level = "normal"
