@@ -142,6 +142,7 @@ struct CockpitPageTests {
         phase.daemonPid = setup.daemon.pid
         phase.marker = setup.scratch.file("restarted")
         var browser = try phase.start(in: setup.scratch.path)
+        defer { endSession(browser.pid) }
         guard waitForLine(browser, "down", seconds: 60) else {
             throw TestFailure("the page did not see the daemon go: \(browser.pipedLines)\n\(browser.stderr)")
         }
@@ -157,6 +158,7 @@ struct CockpitPageTests {
         server = try setup.server(as: nil, label: "flood")
         phase = setup.phase("flood", server)
         phase.marker = setup.scratch.file("flooded")
+        endSession(browser.pid)
         browser = try phase.start(in: setup.scratch.path)
         guard waitForLine(browser, "loaded", seconds: 60) else {
             throw TestFailure("the flood phase did not load: \(browser.pipedLines)\n\(browser.stderr)")

@@ -1,5 +1,6 @@
 import Glibc
 import ScenedTestSupport
+import Testing
 
 /// Where the repository's files are: the page (cockpit/scened) and the browser script.
 enum CockpitPaths {
@@ -38,8 +39,14 @@ final class TestAccount {
 
     var uid: uid_t { getpwnam(name)?.pointee.pw_uid ?? uid_t.max }
 
+    private var removed = false
+
+    /// Removes the user; a failure (a process of the user's left running) fails the test.
     func remove() {
-        _ = try? run(["/usr/sbin/userdel", name])
+        guard !removed else { return }
+        removed = true
+        let result = try? run(["/usr/sbin/userdel", name])
+        if result?.status != 0 { Issue.record("userdel \(name) failed: \(result?.summary ?? "did not run")") }
     }
 
     deinit { remove() }
@@ -88,12 +95,25 @@ func loopbackPortAccepts(_ port: UInt16) -> Bool {
     }
 }
 
-/// The pids whose parent is `parent` (from /proc).
-func childPids(of parent: pid_t) -> [pid_t] {
+/// The live processes whose session id is `session` (from /proc; zombies are not counted).
+func sessionMembers(_ session: pid_t) -> [pid_t] {
     directoryEntries("/proc").compactMap { entry -> pid_t? in
         guard let pid = pid_t(entry) else { return nil }
-        let status = readTextFile("/proc/\(pid)/status")
-        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("PPid:") }) else { return nil }
-        return pid_t(String(line.dropFirst(5).filter { !$0.isWhitespace })) == parent ? pid : nil
+        let stat = readTextFile("/proc/\(pid)/stat")
+        // After the command name (in parentheses, which may hold spaces): state, ppid, pgrp, session.
+        guard let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 3, fields[0] != "Z", pid_t(fields[3]) == session else { return nil }
+        return pid
+    }
+}
+
+/// Ends every process left in session `session` (SIGTERM, then SIGKILL after 5 s): what a
+/// program run with setsid started and left behind.
+func endSession(_ session: pid_t) {
+    var left = sessionMembers(session)
+    for pid in left { kill(pid, SIGTERM) }
+    if !waitUntil(seconds: 5, { left = sessionMembers(session); return left.isEmpty }) {
+        for pid in left { kill(pid, SIGKILL) }
     }
 }

@@ -27,6 +27,10 @@ final class CockpitServer {
             if let user {
                 command = ["/usr/bin/setpriv", "--reuid", user, "--regid", user, "--init-groups", "--"] + command
             }
+            // A session of its own (setsid execs in place: the child leads no group yet), so
+            // that what the bridge starts and leaves behind (a session bus, an ssh-agent) can be
+            // found and ended with it.
+            command = ["/usr/bin/setsid"] + command
             let child = try ChildProcess(command, directory: directory, label: "\(label)-\(attempt)")
             if waitUntil(seconds: 15, { loopbackPortAccepts(port) || !child.isRunning }), child.isRunning {
                 self.port = port
@@ -50,14 +54,12 @@ final class CockpitServer {
         "http://127.0.0.1:\(port)/scened#/?socket=" + socketPath
     }
 
-    /// Ends cockpit-ws and the bridges it started (they are its children; found before it goes).
+    /// Ends cockpit-ws, then everything left in its session: the bridge and what the bridge
+    /// started (they outlive cockpit-ws, reparented to init, but keep its session id).
     func stop() {
-        let bridges = childPids(of: child.pid)
         child.signal(SIGTERM)
         if !child.wait(seconds: 5) { child.killNow() }
-        for pid in bridges { kill(pid, SIGTERM) }
-        let gone = waitUntil(seconds: 5) { bridges.allSatisfy { kill($0, 0) != 0 } }
-        if !gone { for pid in bridges { kill(pid, SIGKILL) } }
+        endSession(child.pid)
     }
 
     deinit { stop() }
@@ -75,17 +77,22 @@ struct BrowserPhase {
     var marker = ""
     let screenshots: String
 
+    /// In a session of its own: chromedriver and Chromium are ended with it whatever happens.
     var arguments: [String] {
-        [CockpitPaths.python, CockpitPaths.script, phase, "--url", url, "--apps", apps.joined(separator: ","),
+        ["/usr/bin/setsid", CockpitPaths.python, CockpitPaths.script, phase, "--url", url, "--apps", apps.joined(separator: ","),
          "--sessions", sessions.joined(separator: ","), "--level", level, "--target", target,
          "--daemon-pid", String(daemonPid), "--marker", marker, "--screenshots", screenshots]
     }
 
     /// Runs the phase to its end (bounded); fails with everything it printed unless it passed.
-    func run(in directory: String, timeout: Double = 120) throws -> Completed {
-        let result = try ScenedTestSupport.run(arguments, environment: ["PYTHONUNBUFFERED": "1"], in: directory, timeout: timeout)
-        guard result.status == 0, result.stdout.contains("phase \(phase): passed") else {
-            throw TestFailure("browser phase \(phase) failed\n\(result.summary)")
+    func run(in directory: String, timeout: Double = 120) throws -> PhaseOutput {
+        let child = try ChildProcess(arguments, environment: ["PYTHONUNBUFFERED": "1"], directory: directory, label: "browser-\(phase)")
+        let finished = child.wait(seconds: timeout)
+        if !finished { child.killNow() }
+        endSession(child.pid)
+        let result = PhaseOutput(stdout: child.stdout, stderr: child.stderr, outcome: child.outcome)
+        guard finished, child.status == 0, result.stdout.contains("phase \(phase): passed") else {
+            throw TestFailure("browser phase \(phase) failed\(finished ? "" : " (not within \(Int(timeout)) s)")\n\(result.summary)")
         }
         return result
     }
@@ -95,4 +102,13 @@ struct BrowserPhase {
         try ChildProcess(arguments, environment: ["PYTHONUNBUFFERED": "1"], directory: directory, label: "browser-\(phase)",
                          stdoutPipe: true)
     }
+}
+
+/// What a browser phase printed, and how it ended.
+struct PhaseOutput {
+    let stdout: String
+    let stderr: String
+    let outcome: String
+
+    var summary: String { "browser \(outcome)\n--- stdout:\n\(stdout)\n--- stderr:\n\(stderr)" }
 }
