@@ -402,7 +402,9 @@
             await page.actor.call(MANAGER + method, parameters);
             showActionOutcome(label + ": done", false);
         } catch (error) {
-            showActionOutcome(label + " refused: " + describeError(error), true);
+            // scened's answer is a refusal; anything else (no socket, no answer) a failure.
+            const verb = error instanceof VarlinkError ? " refused: " : " failed: ";
+            showActionOutcome(label + verb + describeError(error), true);
         }
         refresh();
     }
