@@ -199,11 +199,25 @@
             cell(row, app.attachedPid, "attached");
             cell(row, app.startedPid, "started");
             cell(row, app.hold === "none" ? "—" : app.hold + (app.holdCause ? " (" + app.holdCause + ")" : ""), "hold");
+            cell(row, describeBackgroundWork(app), "background-work");
             cell(row, "").append(button("Terminate", "Terminate", app.id, app.process !== "notRunning"));
             body.append(row);
         }
         $("apps-empty").hidden = apps.length > 0;
         markConfirming();
+    }
+
+    // Background modes (active ones marked), scheduled tasks, waiting notifications, open wakes;
+    // a daemon without background work has none of these fields.
+    function describeBackgroundWork(app) {
+        const parts = (app.backgroundModes || []).map(m => (app.activeModes || []).includes(m) ? m + " (active)" : m);
+        const counts = [[app.scheduledTasks, "task", "tasks"], [app.pendingNotifications, "notification", "notifications"],
+                        [app.wakes, "in a wake", "in a wake"]];
+        for (const [n, one, many] of counts) {
+            if (n > 0)
+                parts.push(n + " " + (n === 1 ? one : many));
+        }
+        return parts.length ? parts.join(", ") : "—";
     }
 
     function updateAppFilter(ids) {
@@ -383,7 +397,8 @@
             cell(row, e.app, "app");
             cell(row, e.session, "session");
             cell(row, e.state, "state");
-            cell(row, e.reason ? e.cause + ", " + e.reason : e.cause, "cause");
+            // The cause, then what the event names: a termination's reason, a wake's task or notification.
+            cell(row, [e.cause, e.reason, e.kind, e.identifier || e.notification].filter(Boolean).join(", "), "cause");
             body.append(row);
         }
     }
