@@ -86,7 +86,7 @@ struct BrowserPhase {
 
     /// Runs the phase to its end (bounded); fails with everything it printed unless it passed.
     func run(in directory: String, timeout: Double = 120) throws -> PhaseOutput {
-        let child = try ChildProcess(arguments, environment: ["PYTHONUNBUFFERED": "1"], directory: directory, label: "browser-\(phase)")
+        let child = try ChildProcess(arguments, environment: ["PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"], directory: directory, label: "browser-\(phase)")
         let finished = child.wait(seconds: timeout)
         if !finished { child.killNow() }
         endSession(child.pid)
@@ -99,7 +99,7 @@ struct BrowserPhase {
 
     /// Starts the phase with its stdout on a pipe, for the phases that wait for the test.
     func start(in directory: String) throws -> ChildProcess {
-        try ChildProcess(arguments, environment: ["PYTHONUNBUFFERED": "1"], directory: directory, label: "browser-\(phase)",
+        try ChildProcess(arguments, environment: ["PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"], directory: directory, label: "browser-\(phase)",
                          stdoutPipe: true)
     }
 }
