@@ -146,6 +146,22 @@ import Varlink
         #expect(lines.allSatisfy { $0.count <= 80 })
     }
 
+    @Test func wakeEventsHaveTheirDetail() {
+        let task: JSONObject = ["seq": 20, "event": "performBackgroundTask", "kind": "refresh", "identifier": "mail.refresh",
+                                "deadline": .int(Self.now)]
+        #expect(EventTable.detail(task) == "refresh task mail.refresh")
+        let expiring: JSONObject = ["seq": 21, "event": "backgroundTaskWillExpire", "kind": "processing", "identifier": "mail.index"]
+        #expect(EventTable.detail(expiring) == "processing task mail.index")
+        let note: JSONObject = ["seq": 22, "event": "didReceiveNotification", "kind": "notification", "notification": "n3",
+                                "payload": ["text": "hi"]]
+        #expect(EventTable.detail(note) == "notification n3 {\"text\":\"hi\"}")
+        let withheld: JSONObject = ["seq": 22, "event": "didReceiveNotification", "kind": "notification", "notification": "n3"]
+        #expect(EventTable.detail(withheld) == "notification n3")
+        let long: JSONObject = ["kind": "notification", "notification": "n4", "payload": ["text": .string(String(repeating: "x", count: 200))]]
+        #expect(EventTable.detail(long).hasSuffix("...") && EventTable.detail(long).count == "notification n4 ".count + 80)
+        #expect(EventTable.detail(["seq": 1, "event": "didBecomeActive"]) == "")
+    }
+
     @Test func notifyPrintsTheIdAndScheduleIsQuiet() {
         let notified = ctl(["notify", "com.example.mail", "{\"text\":\"hi\"}"], replies: ["Notify": [.success(["notification": "n12"])]])
         #expect(notified.status == 0 && notified.out == "n12\n", "\(notified.err)")
