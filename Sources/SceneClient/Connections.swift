@@ -196,6 +196,10 @@ final class AttachReader: @unchecked Sendable {
                     return .finished
                 }
                 continue
+            } catch let error as VarlinkClientError {
+                if case .invalidReply = error { return unreadable(error) }
+                if case .messageTooLarge = error { return unreadable(error) }
+                return .retry("\(error)")
             } catch {
                 return .retry("\(error)")
             }
@@ -240,6 +244,14 @@ final class AttachReader: @unchecked Sendable {
                 return .finished
             }
         }
+    }
+
+    /// A message this client cannot read is not an outage: scened would send the same bytes
+    /// again to every reattach (they replay from the same event), and each dropped attach
+    /// ends the process for it. The run fails instead of looping.
+    private func unreadable(_ error: VarlinkClientError) -> Outcome {
+        finish(.failed(.attachFailed("scened sent a message this client cannot read: \(error)")))
+        return .finished
     }
 
     private func ended(by error: VarlinkError) -> Outcome {

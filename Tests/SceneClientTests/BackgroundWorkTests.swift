@@ -118,6 +118,25 @@ struct BackgroundWorkTests {
         #expect(running.recorder.overruns.isEmpty)
     }
 
+    @Test("an event that cannot be read (a duplicate key) fails the run at once instead of reattaching for ever", .timeLimit(.minutes(10)))
+    func unreadableEvent() async throws {
+        let directory = TemporaryDirectory(prefix: "scene-client-bg")
+        defer { directory.remove() }
+        let daemon = try FakeAppDaemon(directory: directory.path, events: [Self.e(1, "didFinishLaunching", bounded: false)], rawTail: [
+            #"{"parameters":{"event":{"seq":2,"time":1,"event":"backgroundTaskWillExpire","app":"org.example.fake","#
+                + #""state":"running","appState":"background","cause":"timer","kind":"refresh","identifier":"a","#
+                + #""deadline":1,"deadline":2}},"continues":true}"#,
+        ])
+        defer { daemon.stop() }
+        let running = RunningApp(app: "org.example.fake", socketPath: daemon.path, delegate: BackgroundDelegate())
+        await #expect(throws: (any Error).self) { _ = try await running.ending() }
+        if case .failure(let error) = await running.task.value {
+            #expect(error.text.contains("cannot read") && error.text.contains("duplicate"), "\(error)")
+        }
+        #expect(daemon.attaches == 1, "one attach, not a loop of them")
+        #expect(running.recorder.seqs == [1], "the readable event was handled")
+    }
+
     @Test("a flood of notifications and malformed wake events: each answered once, in order, nothing lost", .timeLimit(.minutes(10)))
     func floodAndMalformed() async throws {
         let directory = TemporaryDirectory(prefix: "scene-client-bg")
@@ -211,14 +230,22 @@ struct LiveBackgroundWorkTests {
     /// without blocking the main actor (the app's callbacks run on it).
     static func untilSuspended(_ feed: MonitorFeed, after index: Int, _ what: String) async throws -> [JSONValue] {
         var found: [JSONValue]?
-        try await eventually(what) {
-            let all = feed.all
-            if let i = all.indices.dropFirst(index).first(where: { all[$0]["event"]?.stringValue == "suspended" }) {
-                found = Array(all[...i])
-            }
-            return found != nil || feed.error != nil
+        var ended = false
+        let seen = { (all: [JSONValue]) in
+            all.prefix(index + 20).map { "\(describe($0)) \($0["cause"]?.stringValue ?? "") \($0["reason"]?.stringValue ?? "")" }
         }
-        guard let found else { throw TestFailure("\(what): \(feed.error ?? "")") }
+        do {
+            try await eventually(what) {
+                let all = feed.all
+                let end = all.indices.dropFirst(index).first { ["suspended", "terminated"].contains(all[$0]["event"]?.stringValue ?? "") }
+                if let end { found = Array(all[...end]) }
+                ended = end.map { all[$0]["event"]?.stringValue == "terminated" } ?? false
+                return found != nil || feed.error != nil
+            }
+        } catch {
+            throw TestFailure("\(error); the Monitor saw \(seen(feed.all))")
+        }
+        guard let found, !ended else { throw TestFailure("\(what): \(feed.error ?? "terminated instead"); \(seen(feed.all))") }
         return found
     }
 
