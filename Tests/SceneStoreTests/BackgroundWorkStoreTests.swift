@@ -108,7 +108,8 @@ import SceneCore
             // Removed: schedules by app and identifier (one of an app never stored is no row),
             // notifications by id; the same identifier of another app stays.
             try store.commit(StoreBatch(schedules: [Self.schedule(maps, "cleanup")],
-                                        removedSchedules: [again.key, ScheduleKey(app: AppID("org.never.stored")!, identifier: "x")],
+                                        removedSchedules: [again.key, ScheduleKey(app: AppID("org.never.stored")!,
+                                                                                  identifier: "x")],
                                         removedNotifications: [NotificationID(7), NotificationID(8)]))
             expected.schedules = (expected.schedules.filter { $0.key != again.key } + [Self.schedule(maps, "cleanup")])
                 .sorted { $0.key < $1.key }
