@@ -74,6 +74,10 @@ let package = Package(
         // activation): run by those tests, it reports one `ok`/`fail` line per check. Test-only.
         .executableTarget(name: "systemdkit-probe", dependencies: ["SystemdKit", "ScenedTestSupport"],
                           path: "Tests/SystemdKitProbe"),
+        // The writer side of SceneStoreTests' kill -9 test: commits background work, acknowledging
+        // each commit on stdout. Test-only.
+        .executableTarget(name: "store-crash-writer", dependencies: ["SceneStore", "SceneCore"],
+                          path: "Tests/StoreCrashWriter"),
 
         .testTarget(name: "SceneCoreTests", dependencies: ["SceneCore", "ScenedTestSupport"]),
         .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "ScenedTestSupport"]),
