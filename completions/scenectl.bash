@@ -133,8 +133,8 @@ _scenectl() {
             logs) own='--app -n --lines -f --follow --journal-directory' ;;
             'pressure set') own='--for' ;;
             'pressure plan') own='--level -n --limit' ;;
-            'pressure chart') own='--svg --since' ;;
-            simulate) own='--policy --budget --svg --generate --seed --size --out --sweep --scenarios --seeds
+            'pressure chart') own='--svg --since --all' ;;
+            simulate) own='--policy --budget --svg --all --generate --seed --size --out --sweep --scenarios --seeds
                 --budgets --decision-bench --sessions --log --aging --settle --actions' ;;
             export-trace) own='--since -o --output' ;;
             metrics) own='--format' ;;
