@@ -79,21 +79,51 @@ struct MetricsScrapeTests {
         _ = daemon
     }
 
-    @Test("with the daemon gone, scenectl metrics fails and prints no series")
+    @Test("with the daemon gone, scenectl metrics fails and the unit's script removes the old file")
     func daemonGone() throws {
         let workspace = try Workspace()
         let result = try run([Binaries.scenectl, "--socket", workspace.socketPath, "metrics"],
                              environment: ["SCENED_SOCKET": nil], in: workspace.path)
         #expect(result.status != 0 && !result.stdout.contains("scened_"), "\(result.summary)")
+        let textfiles = workspace.path + "/textfiles"
+        #expect(mkdir(textfiles, 0o755) == 0)
+        try writeTextFile(textfiles + "/scened.prom", "scened_uptime_seconds 1\n")
+        let script = try run(["/bin/sh", "-c", try Self.unitScript(workspace, textfiles)], in: workspace.path)
+        #expect(script.status != 0, "\(script.summary)")
+        #expect(access(textfiles + "/scened.prom", F_OK) != 0 && access(textfiles + "/.scened.prom.tmp", F_OK) != 0,
+                "a stale or partial file is left for node-exporter")
     }
 
-    /// As scened-metrics.service does: a temporary name, then a rename.
+    /// Runs scened-metrics.service's own ExecStart= script, as systemd would hand it to the
+    /// shell ($$ → $), with the textfile directory and scenectl's socket pointed at the test's.
     static func writeMetrics(_ workspace: Workspace, into directory: String) throws {
-        let result = try run([Binaries.scenectl, "--socket", workspace.socketPath, "metrics", "--format", "prometheus"],
-                             environment: ["SCENED_SOCKET": nil], in: workspace.path)
-        guard result.status == 0 else { throw TestFailure("scenectl metrics failed: \(result.summary)") }
-        try writeTextFile(directory + "/.scened.prom.tmp", result.stdout)
-        guard rename(directory + "/.scened.prom.tmp", directory + "/scened.prom") == 0 else { throw TestFailure("rename failed") }
+        let result = try run(["/bin/sh", "-c", try unitScript(workspace, directory)], in: workspace.path)
+        guard result.status == 0 else { throw TestFailure("scened-metrics.service's script failed: \(result.summary)") }
+    }
+
+    static func unitScript(_ workspace: Workspace, _ directory: String, _ file: String = #filePath) throws -> String {
+        var root = file
+        for _ in 0..<3 { root = String(root[..<(root.lastIndex(of: "/") ?? root.startIndex)]) }
+        let unit = readTextFile(root + "/systemd/scened-metrics.service")
+        // ExecStart= with its continuation lines, then the single-quoted script.
+        var command = ""
+        var inExec = false
+        for line in unit.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("ExecStart=") { inExec = true }
+            guard inExec else { continue }
+            command += line.hasSuffix("\\") ? String(line.dropLast()) : String(line)
+            if !line.hasSuffix("\\") { break }
+        }
+        guard let open = command.firstIndex(of: "'"), let close = command.lastIndex(of: "'"), open < close else {
+            throw TestFailure("no /bin/sh -c '…' in scened-metrics.service's ExecStart=: \(command)")
+        }
+        var script = String(command[command.index(after: open)..<close])
+        // systemd expands $NAME itself: every $ meant for the shell must be doubled.
+        #expect(!script.replacing("$$", with: "").contains("$"), "a single $ in ExecStart= (systemd would expand it): \(script)")
+        script = script.replacing("$$", with: "$")
+        script = script.replacing("/var/lib/prometheus/node-exporter", with: directory)
+        script = script.replacing("/usr/bin/scenectl", with: Binaries.scenectl + " --socket " + workspace.socketPath)
+        return script
     }
 
     /// A loopback port nobody listens on now (bound to port 0, then released).
