@@ -14,6 +14,12 @@ public struct AppRecord: Sendable, Equatable {
     public internal(set) var pendingDiscards: [SessionID] = []
     /// Open background tasks.
     public internal(set) var tasks: [TaskToken] = []
+    /// What an open wake handed the app and it has not answered (R34). Not stored: after a
+    /// restart the app is idle again and its suspension delay runs.
+    public internal(set) var wakes: [WakeItem] = []
+    /// The background modes the app declares active now (BeginBackgroundActivity); stored,
+    /// cleared when its process ends.
+    public internal(set) var activeModes: BackgroundModes = []
 
     /// Since when the app has been running with no foreground scene and no task: the suspension
     /// clock (R21, R24).
@@ -39,7 +45,8 @@ public struct AppRecord: Sendable, Equatable {
     /// sessions and tasks when the engine is restored, never trusted from storage.
     public init(id: AppID, process: ProcessState, pendingDiscards: [SessionID], idleSince: Timestamp?,
                 backgroundEnteredAt: Timestamp?, launchedAt: Timestamp?, launches: UInt32,
-                baseFootprint: UInt64) {
+                baseFootprint: UInt64, activeModes: BackgroundModes = []) {
+        self.activeModes = activeModes
         self.id = id
         self.process = process
         self.pendingDiscards = pendingDiscards

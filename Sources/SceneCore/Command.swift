@@ -3,7 +3,9 @@
 public enum Command: Sendable, Equatable {
     /// Advance the clock: fire suspensions and task expirations that are due.
     case tick
-    case launch(AppID)
+    /// The app's process started (attached): didFinishLaunching with this cause (`background`
+    /// when it was started for a wake, R34).
+    case launch(AppID, cause: EventCause = .request)
     case terminate(AppID, cause: EventCause = .request)
     /// The app's process died on its own (`exited`) or was killed for missing a deadline
     /// (`hung`): its scenes go with no callback at all, not even willTerminate (R23, §4.3).
@@ -33,6 +35,23 @@ public enum Command: Sendable, Equatable {
     case resume(AppID, cause: EventCause)
     /// The holds in force now (interruptions, locks, sleep, a stop: R28–R32).
     case setHolds(HoldPolicy)
+    /// BGTaskScheduler.submit: store the task, replacing one with the same identifier.
+    case scheduleTask(ScheduledTask)
+    /// BGTaskScheduler.cancel(taskRequestWithIdentifier:).
+    case cancelTask(AppID, identifier: String)
+    /// Store a notification for the app until a wake delivers it.
+    case queueNotification(app: AppID, payload: String, priority: NotificationPriority)
+    /// Wake the app for these due tasks and pending notifications (R34).
+    case wake(WakeRequest)
+    /// The app answered a wake's item (CompleteBackgroundTask, or Acknowledge of a
+    /// notification): once none is open, a woken app is suspended again.
+    case endWake(AppID, WakeItem.Subject, success: Bool)
+    /// Send backgroundTaskWillExpire to the app's open task items of this kind now (a
+    /// processing task when pressure rises).
+    case expireWakes(AppID, kind: WakeKind)
+    /// BeginBackgroundActivity / EndBackgroundActivity of a background mode.
+    case beginActivity(AppID, BackgroundModes)
+    case endActivity(AppID, BackgroundModes)
 }
 
 public struct ConnectRequest: Sendable, Equatable {
@@ -82,6 +101,7 @@ public enum CommandResult: Sendable, Equatable {
     case done
     case session(SessionID)
     case task(TaskToken)
+    case notification(NotificationID)
 }
 
 /// What the shell must do after a command, in order.
@@ -95,4 +115,8 @@ public enum Effect: Sendable, Equatable {
     case appChanged(AppID)
     case taskChanged(TaskToken)
     case taskRemoved(TaskToken)
+    case scheduleChanged(ScheduleKey)
+    case scheduleRemoved(ScheduleKey)
+    case notificationChanged(NotificationID)
+    case notificationRemoved(NotificationID)
 }

@@ -231,6 +231,7 @@ public struct ConformanceChecker: Sendable {
             return sceneMoved(e, &app, &found)
         case .didDiscardSceneSessions: return discardedSessions(e, &app, &found)
         case .didReceiveMemoryWarning: return .process(.running)
+        case .performBackgroundTask, .didReceiveNotification: return .process(.running)
         case .willTerminate: return willTerminate(e, &app, &found)
         case .backgroundTaskWillExpire: return taskWillExpire(e, &app, &found)
         case .suspended: return suspended(e, &app, &found)

@@ -10,11 +10,35 @@ public struct EngineConfiguration: Sendable, Equatable {
     /// willTerminate (R24; ~1 s observed on iOS, more here because clients answer over a socket).
     public var expirationGrace: TimeSpan
 
+    /// What a wake grants each item (R34): a refresh task and a notification ~30 s as on
+    /// iOS; a processing task longer (it runs only while pressure is normal).
+    public var refreshBudget: TimeSpan
+    public var processingBudget: TimeSpan
+    public var notificationBudget: TimeSpan
+    /// Per app: scheduled tasks, and notifications pending or being handled.
+    public var maxScheduledTasks: Int
+    public var maxPendingNotifications: Int
+
     public init(suspendDelay: TimeSpan = .seconds(5), backgroundTaskBudget: TimeSpan = .seconds(30),
-                expirationGrace: TimeSpan = .seconds(2)) {
+                expirationGrace: TimeSpan = .seconds(2), refreshBudget: TimeSpan = .seconds(30),
+                processingBudget: TimeSpan = .seconds(180), notificationBudget: TimeSpan = .seconds(30),
+                maxScheduledTasks: Int = 32, maxPendingNotifications: Int = 64) {
         self.suspendDelay = suspendDelay
         self.backgroundTaskBudget = backgroundTaskBudget
         self.expirationGrace = expirationGrace
+        self.refreshBudget = refreshBudget
+        self.processingBudget = processingBudget
+        self.notificationBudget = notificationBudget
+        self.maxScheduledTasks = maxScheduledTasks
+        self.maxPendingNotifications = maxPendingNotifications
+    }
+
+    public func budget(of kind: WakeKind) -> TimeSpan {
+        switch kind {
+        case .refresh: refreshBudget
+        case .processing: processingBudget
+        case .notification: notificationBudget
+        }
     }
 
     public static let standard = EngineConfiguration()

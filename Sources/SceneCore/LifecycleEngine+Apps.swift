@@ -8,7 +8,7 @@ extension LifecycleEngine {
         return apps.insert(AppRecord(id: id))
     }
 
-    mutating func launch(_ id: AppID, effects: inout [Effect]) throws(LifecycleError) {
+    mutating func launch(_ id: AppID, cause: EventCause = .request, effects: inout [Effect]) throws(LifecycleError) {
         if let app = apps[id], app.process != .notRunning {
             let reason = app.process == .suspended
                 ? "the app is already launched (suspended); activate one of its sessions to resume it"
@@ -17,7 +17,7 @@ extension LifecycleEngine {
                                                        state: app.process.name, reason: reason))
         }
         let slot = ensureApp(id, effects: &effects)
-        startProcess(slot, effects: &effects)
+        startProcess(slot, cause: cause, effects: &effects)
     }
 
     /// A cold launch (R27): didFinishLaunching, then any discards queued while the app was not

@@ -10,6 +10,9 @@ public struct LifecycleEngine: Sendable {
     public internal(set) var apps = AppTable()
     public internal(set) var sessions = SessionTable()
     public internal(set) var tasks: [TaskToken: BackgroundTask] = [:]
+    /// Scheduled background tasks and notifications waiting for a wake (R34); stored.
+    public internal(set) var schedules: [ScheduleKey: ScheduledTask] = [:]
+    public internal(set) var notifications: [NotificationID: PendingNotification] = [:]
     /// Background scenes, as reclaim reads them; kept current by `handle`.
     public internal(set) var candidates = CandidateIndex()
 
@@ -20,6 +23,7 @@ public struct LifecycleEngine: Sendable {
     /// Session and task identifiers are never reused: these only grow.
     public internal(set) var nextSessionNumber: UInt64
     public internal(set) var nextTaskNumber: UInt64
+    public internal(set) var nextNotificationNumber: UInt64 = 1
 
     var deadlines = DeadlineQueue() { didSet { nextDeadline = deadlines.earliest?.time } }
     /// The earliest time at which a `.tick` may have something to do. May be early (a stale
@@ -201,8 +205,8 @@ public struct LifecycleEngine: Sendable {
         switch command {
         case .tick:
             return .done
-        case .launch(let app):
-            try launch(app, effects: &effects)
+        case .launch(let app, let cause):
+            try launch(app, cause: cause, effects: &effects)
             return .done
         case .terminate(let app, let cause):
             try terminate(app, cause: cause, effects: &effects)
@@ -269,6 +273,9 @@ public struct LifecycleEngine: Sendable {
         case .setHolds(let policy):
             setHolds(policy, effects: &effects)
             return .done
+        case .scheduleTask, .cancelTask, .queueNotification, .wake, .endWake, .expireWakes, .beginActivity,
+             .endActivity:
+            return try applyBackground(command, effects: &effects)
         }
     }
 
@@ -362,6 +369,9 @@ public struct EngineTables: Sendable {
     public var nextSequence: UInt64
     public var nextSessionNumber: UInt64
     public var nextTaskNumber: UInt64
+    public var schedules: [ScheduledTask] = []
+    public var notifications: [PendingNotification] = []
+    public var nextNotificationNumber: UInt64 = 1
 
     public init(apps: [AppRecord], sessions: SessionTable, tasks: [BackgroundTask], clock: Timestamp,
                 nextSequence: UInt64, nextSessionNumber: UInt64, nextTaskNumber: UInt64) {
@@ -384,6 +394,9 @@ public struct EngineSnapshot: Sendable, Equatable {
     public var nextSequence: UInt64
     public var nextSessionNumber: UInt64
     public var nextTaskNumber: UInt64
+    public var schedules: [ScheduledTask] = []
+    public var notifications: [PendingNotification] = []
+    public var nextNotificationNumber: UInt64 = 1
 
     public init(apps: [AppRecord], sessions: [SceneSession], tasks: [BackgroundTask], clock: Timestamp,
                 nextSequence: UInt64, nextSessionNumber: UInt64, nextTaskNumber: UInt64) {

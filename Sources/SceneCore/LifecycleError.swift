@@ -11,6 +11,11 @@ public enum LifecycleError: Error, Sendable, Equatable, CustomStringConvertible 
     /// The session's saved data is in the store and could not be had: not read first (a
     /// reconnection must hand on the restoration data, never nothing), or found damaged.
     case savedDataUnavailable(SessionID, reason: String)
+    /// No scheduled task with this identifier, or no open wake item to answer.
+    case noSuchScheduledTask(AppID, identifier: String)
+    case notAwaitingWake(AppID, item: String)
+    /// A bound of the engine (tasks or notifications per app): `limit` is the setting's name.
+    case limitExceeded(limit: String, maximum: Int, reason: String)
 
     public var description: String {
         switch self {
@@ -21,6 +26,9 @@ public enum LifecycleError: Error, Sendable, Equatable, CustomStringConvertible 
         case .invalidTransition(let t): t.description
         case .invalidArgument(let name, let reason): "invalid \(name): \(reason)"
         case .savedDataUnavailable(let s, let reason): "the saved data of session \(s) is unavailable: \(reason)"
+        case .noSuchScheduledTask(let a, let id): "\(a) has no scheduled task \(id)"
+        case .notAwaitingWake(let a, let item): "\(a) has no open background work \(item) to answer"
+        case .limitExceeded(let limit, let maximum, let reason): "\(reason) (\(limit)=\(maximum))"
         }
     }
 }

@@ -19,6 +19,9 @@ public enum EventName: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     case suspended
     case resumed
     case terminated
+    // Background wakes (R34), app callbacks: appended so the stored codes stay.
+    case performBackgroundTask
+    case didReceiveNotification
 
     /// The name as static bytes (no String is built: replies and logs use it on hot paths).
     public var staticName: StaticString {
@@ -38,6 +41,8 @@ public enum EventName: UInt8, Sendable, CaseIterable, CustomStringConvertible {
         case .suspended: "suspended"
         case .resumed: "resumed"
         case .terminated: "terminated"
+        case .performBackgroundTask: "performBackgroundTask"
+        case .didReceiveNotification: "didReceiveNotification"
         }
     }
     public var name: String { staticName.description }
@@ -98,6 +103,8 @@ public enum EventCause: Sendable, Equatable {
     case idle
     /// The machine is about to sleep, or has resumed (R31).
     case sleep
+    /// A background wake: a scheduled task or a notification (R34).
+    case background
 
     /// The name as static bytes (no String is built: replies and logs use it on hot paths).
     public var staticName: StaticString {
@@ -113,6 +120,7 @@ public enum EventCause: Sendable, Equatable {
         case .session: "session"
         case .idle: "idle"
         case .sleep: "sleep"
+        case .background: "background"
         }
     }
     public var name: String { staticName.description }
@@ -150,6 +158,9 @@ public enum EventDetail: Sendable, Equatable {
     case task(TaskToken, name: String)
     /// `terminated`: why, and which sessions were archived by the process's death.
     case terminated(reason: TerminationReason, archived: [SessionID])
+    /// performBackgroundTask, didReceiveNotification, and a scheduled task's
+    /// backgroundTaskWillExpire.
+    case wake(WakeDetail)
 }
 
 public enum TerminationReason: UInt8, Sendable, CaseIterable, CustomStringConvertible {

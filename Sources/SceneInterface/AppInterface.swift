@@ -43,7 +43,9 @@ type EventName (
   backgroundTaskWillExpire,
   suspended,
   resumed,
-  terminated
+  terminated,
+  performBackgroundTask,
+  didReceiveNotification
 )
 
 # State-restoration data: exactly one of a JSON object or base64-encoded opaque bytes.
@@ -85,10 +87,20 @@ type Event (
   # deadline).
   reason: ?string,
   reclaim: ?ReclaimNote,
+  # performBackgroundTask, didReceiveNotification, and the backgroundTaskWillExpire of a
+  # scheduled task: refresh, processing or notification; the task's identifier, or the
+  # notification's id and payload (withheld from a Monitor that may not read the app's data).
+  kind: ?string,
+  identifier: ?string,
+  notification: ?string,
+  payload: ?object,
   # didEnterBackground, willTerminate: answer with Acknowledge(seq) before this time
   # (microseconds since the Unix epoch). A didEnterBackground left unanswered gets the process
   # terminated as hung, without willTerminate (R23). backgroundTaskWillExpire: end the task
-  # before this time, or the process is terminated (R24).
+  # before this time, or the process is terminated (R24). performBackgroundTask: call
+  # CompleteBackgroundTask before this time; at it comes backgroundTaskWillExpire, and the
+  # app is suspended again one grace period later. didReceiveNotification: answer with
+  # Acknowledge(seq) once handled; at this time the app is suspended again anyway (R34).
   deadline: ?int
 )
 
@@ -181,6 +193,38 @@ method SaveUserInfo(app: string, session: string, userInfo: object) -> ()
 
 # What the process holds: for a session's scene, or (without session) apart from its scenes.
 method SetFootprint(app: string, session: ?string, footprint: int) -> ()
+
+type BackgroundTaskKind (refresh, processing)
+
+type BackgroundMode (audio, location, voip, processing)
+
+# BGTaskScheduler.submit: the task runs at or after earliestBegin (microseconds since the Unix
+# epoch; now if absent), when scened can wake the app: a suspended app is thawed, a
+# not-running app with ExecStart= started (didFinishLaunching, cause background); it receives
+# performBackgroundTask (cause background) and is suspended again once it calls
+# CompleteBackgroundTask or the deadline and a grace have passed (R34). Tasks falling due
+# close together share one wake; processing tasks run only while pressure is normal; nothing
+# runs while the machine sleeps or under critical pressure. Stored: a restart loses none.
+# Scheduling an identifier again replaces it. At most [Background] MaxScheduledTasks= per
+# app (LimitExceeded); identifier: 1 to 255 bytes.
+method ScheduleBackgroundTask(app: string, identifier: string, kind: BackgroundTaskKind, earliestBegin: ?int) -> ()
+
+# BGTaskScheduler.cancel(taskRequestWithIdentifier:): io.scened.Manager.NoSuchBackgroundTask
+# if none is waiting.
+method CancelBackgroundTask(app: string, identifier: string) -> ()
+
+# BGTask.setTaskCompleted(success:): the task handed over by performBackgroundTask is done.
+method CompleteBackgroundTask(app: string, identifier: string, success: bool) -> ()
+
+# The app runs an activity of one of its [App] BackgroundModes= (BackgroundModeNotDeclared
+# otherwise): until EndBackgroundActivity (or the end of its process) it is not suspended for
+# idling, but still warned, counted and reclaimed under pressure, and suspended for sleep.
+method BeginBackgroundActivity(app: string, mode: BackgroundMode) -> ()
+
+method EndBackgroundActivity(app: string, mode: BackgroundMode) -> ()
+
+# The background mode is not in the app's [App] BackgroundModes=.
+error BackgroundModeNotDeclared (app: string, mode: string, message: string)
 
 # Another process is attached as the app.
 error AlreadyAttached (app: string, pid: int, message: string)

@@ -48,7 +48,9 @@ type EventName (
   backgroundTaskWillExpire,
   suspended,
   resumed,
-  terminated
+  terminated,
+  performBackgroundTask,
+  didReceiveNotification
 )
 
 # State-restoration data: exactly one of a JSON object or base64-encoded opaque bytes.
@@ -138,7 +140,15 @@ type App (
   # How far the system holds its scenes down now (none, inactive or background), and why
   # (interruption, lock, session, idle, sleep, shutdown).
   hold: string,
-  holdCause: ?string
+  holdCause: ?string,
+  # [App] BackgroundModes= (audio, location, voip, processing), and those the app declares
+  # active now (BeginBackgroundActivity): while one is, the app is not suspended for idling.
+  backgroundModes: []string,
+  activeModes: []string,
+  # Its scheduled background tasks, notifications waiting, and the items of an open wake.
+  scheduledTasks: int,
+  pendingNotifications: int,
+  wakes: int
 )
 
 # What the reclaim policy recorded with an action.
@@ -182,7 +192,43 @@ type Event (
   # went away without detaching), hung (it missed a deadline) or shutdown (scened or the
   # machine stopped and scened ended the process it had started, after willTerminate).
   reason: ?string,
-  reclaim: ?ReclaimNote
+  reclaim: ?ReclaimNote,
+  # performBackgroundTask, didReceiveNotification, and the backgroundTaskWillExpire of a
+  # scheduled task: refresh, processing or notification; the task's identifier, or the
+  # notification's id and payload (withheld from a Monitor that may not read the app's data).
+  kind: ?string,
+  identifier: ?string,
+  notification: ?string,
+  payload: ?object,
+  # A wake's item closes at this time (microseconds since the Unix epoch).
+  deadline: ?int
+)
+
+type BackgroundStatus (
+  wakingApps: int,
+  maxConcurrentWakes: int,
+  scheduledTasks: int,
+  pendingNotifications: int,
+  nextDue: ?int
+)
+
+# A task an app scheduled (io.scened.App.ScheduleBackgroundTask), waiting to fall due.
+type ScheduledTask (app: string, identifier: string, kind: string, earliestBegin: int, submittedAt: int)
+
+# A notification accepted by Notify and not delivered yet (size: its payload's bytes).
+type PendingNotification (notification: string, app: string, priority: string, queuedAt: int, size: int)
+
+# What an app was handed by a wake and has not answered: a task (identifier) or a
+# notification; expiring once backgroundTaskWillExpire went out.
+type WakeItem (
+  app: string,
+  kind: string,
+  identifier: ?string,
+  notification: ?string,
+  seq: int,
+  began: int,
+  deadline: int,
+  expiring: bool
 )
 
 type SessionCounts (live: int, archived: int, total: int)
@@ -219,7 +265,10 @@ type Status (
   # The configuration files in force.
   configFiles: []string,
   # What the system does to the scenes: interruptions, locked login sessions, sleep, a stop.
-  system: SystemState
+  system: SystemState,
+  # Background work: apps awake for it now against [Background] MaxConcurrentWakes=, what
+  # waits, and when the next scheduled task falls due.
+  background: BackgroundStatus
 )
 
 # One interruption held by a shell (BeginInterruption).

@@ -216,6 +216,23 @@ method BeginInterruption(reason: string) -> (token: string, events: []Event)
 
 method EndInterruption(token: string) -> (events: []Event)
 
+# Hands a notification to the app (administrators, and members of its [App] NotifyGroup=: a
+# push relay, a fleet agent). A running app receives didReceiveNotification at once; a
+# suspended one is thawed for it (R34) and suspended again once it answers or its budget ends;
+# while the app cannot run (not running and not startable, the machine asleep, critical
+# pressure; warning pressure for priority normal), it waits. The reply means it is stored and
+# will be delivered exactly once, across restarts of scened. payload: a JSON object of at most
+# [Background] MaxNotificationSize= bytes; priority: normal (default) or high. Refused with
+# LimitExceeded (MaxPendingNotifications) when the app has that many waiting or unanswered.
+method Notify(app: string, payload: object, priority: ?string) -> (notification: string)
+
+# The background work scheduled, waiting and under way, for one app or all.
+method ListBackgroundWork(app: ?string) -> (
+  tasks: []ScheduledTask,
+  notifications: []PendingNotification,
+  wakes: []WakeItem
+)
+
 # Streams events (requires "more"): from sequence number since (as far back as the event log
 # reaches) or from now, optionally only one app's or one session's (NoSuchSession if that
 # session id was never given out; a discarded session's history can still be followed).
@@ -262,6 +279,9 @@ error ProtocolViolation (reason: string, message: string)
 # MaxBufferedOutput: its unsent replies were dropped), a stalled message (IdleTimeoutSec) and
 # MaxBufferedInput the connection is closed after this error; otherwise only the call failed.
 error LimitExceeded (limit: string, maximum: int, message: string)
+
+# No scheduled task (or open wake item) of the app with this identifier.
+error NoSuchBackgroundTask (app: string, identifier: string, message: string)
 # The app is one scened starts (ExecStart=) and its process could not be started, exited
 # before it attached, or did not attach within AttachTimeoutSec=; the call that needed it
 # launched was not carried out. The journal has the process's exit status.

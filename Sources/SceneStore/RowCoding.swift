@@ -19,6 +19,7 @@ enum RowCoding {
         case .session: 8
         case .idle: 9
         case .sleep: 10
+        case .background: 11
         }
     }
 
@@ -29,6 +30,7 @@ enum RowCoding {
     static let detailDiscarded: UInt8 = 2
     static let detailTask: UInt8 = 3
     static let detailTerminated: UInt8 = 4
+    static let detailWake: UInt8 = 5
 
     static let restorationAbsent: UInt8 = 0
     static let restorationJSON: UInt8 = 1
@@ -42,7 +44,8 @@ enum RowCoding {
         case .none:
             switch cause {
             case .reclaim, .cap: w.byte(detailNone)
-            case .request, .timer, .restore, .shutdown, .interruption, .lock, .session, .idle, .sleep: return nil
+            case .request, .timer, .restore, .shutdown, .interruption, .lock, .session, .idle, .sleep, .background:
+                return nil
             }
         case .connect(let restoration, let reconnect):
             w.byte(detailConnect)
@@ -63,6 +66,12 @@ enum RowCoding {
             w.byte(detailTerminated)
             w.byte(StorageCodes.code(reason))
             sessionIDs(archived, into: &w)
+        case .wake(let wake):
+            w.byte(detailWake)
+            w.byte(wake.kind.rawValue)
+            w.string(wake.identifier)
+            if let payload = wake.payload { w.byte(1); w.string(payload) } else { w.byte(0) }
+            w.varint(UInt64(bitPattern: wake.deadline.microseconds))
         }
         switch cause {
         case .reclaim(let note):
@@ -74,7 +83,7 @@ enum RowCoding {
             w.string(note.reason)
         case .cap(let name):
             w.string(name)
-        case .request, .timer, .restore, .shutdown, .interruption, .lock, .session, .idle, .sleep:
+        case .request, .timer, .restore, .shutdown, .interruption, .lock, .session, .idle, .sleep, .background:
             break
         }
         return w.bytes
@@ -112,6 +121,8 @@ enum RowCoding {
             case detailTerminated:
                 guard let reason = StorageCodes.terminationReason(try r.byte()) else { throw .init() }
                 detail = .terminated(reason: reason, archived: try sessionIDs(&r))
+            case detailWake:
+                detail = .wake(try wake(&r))
             default:
                 throw .init()
             }
@@ -141,10 +152,28 @@ enum RowCoding {
         case 8: cause = .session
         case 9: cause = .idle
         case 10: cause = .sleep
+        case 11: cause = .background
         default: throw .init()
         }
         guard r.isAtEnd else { throw .init() }
         return (detail, cause)
+    }
+
+    static func wake(_ r: inout ByteReader) throws(ByteReader.Malformed) -> WakeDetail {
+        guard let kind = WakeKind(rawValue: try r.byte()) else { throw .init() }
+        let identifier = try r.string()
+        var payload: String?
+        switch try r.byte() {
+        case 0: break
+        case 1:
+            // Written into replies verbatim: it must be the JSON object it was.
+            var text = try r.string()
+            guard text.withUTF8({ JSONCheck.isObject($0) }) else { throw .init() }
+            payload = text
+        default: throw .init()
+        }
+        let deadline = Timestamp(microseconds: Int64(bitPattern: try r.varint()))
+        return WakeDetail(kind: kind, identifier: identifier, payload: payload, deadline: deadline)
     }
 
     // MARK: Session id lists (pending discards, discarded and archived sets), order kept.

@@ -137,6 +137,8 @@ enum StorageCodes {
         case .suspended: 12
         case .resumed: 13
         case .terminated: 14
+        case .performBackgroundTask: 15
+        case .didReceiveNotification: 16
         }
     }
 
@@ -157,6 +159,8 @@ enum StorageCodes {
         case 12: .suspended
         case 13: .resumed
         case 14: .terminated
+        case 15: .performBackgroundTask
+        case 16: .didReceiveNotification
         default: nil
         }
     }

@@ -49,6 +49,7 @@ public struct StoreBatch: Sendable {
             case .appChanged(let id): if seenApps.insert(id).inserted { appIDs.append(id) }
             case .taskChanged(let t): if seenTokens.insert(t).inserted { tokens.append(t) }
             case .taskRemoved(let t): removedTasks.append(t)
+            case .scheduleChanged, .scheduleRemoved, .notificationChanged, .notificationRemoved: break
             }
         }
         // A record named and then removed has no current value: it is only removed.

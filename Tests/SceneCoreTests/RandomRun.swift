@@ -37,6 +37,8 @@ struct Replica {
             case .taskRemoved(let t):
                 if engine.tasks[t] != nil { return "taskRemoved(\(t)) for a task the engine still holds" }
                 tasks[t] = nil
+            case .scheduleChanged, .scheduleRemoved, .notificationChanged, .notificationRemoved:
+                break
             }
         }
         return nil
@@ -213,7 +215,7 @@ struct RandomRun {
             guard let s = after.sessions[id], s.condition == .archived else { return "disconnect left \(scene(id))" }
         case .discard(let id, _):
             if !after.wasDiscarded(id) { return "discard left \(scene(id))" }
-        case .terminate(let app, _), .launch(let app), .suspend(let app, _):
+        case .terminate(let app, _), .launch(let app, _), .suspend(let app, _):
             let want: ProcessState
             switch command {
             case .terminate: want = .notRunning

@@ -238,7 +238,8 @@ extension Command {
             return .beginTask(r)
         case .endTask(let t): return .endTask(g(t))
         case .tick, .launch, .terminate, .processDied, .connect, .setAppFootprint, .memoryWarning, .suspend, .resume,
-             .setHolds: return self
+             .setHolds, .scheduleTask, .cancelTask, .queueNotification, .wake, .endWake, .expireWakes, .beginActivity,
+             .endActivity: return self
         }
     }
 }

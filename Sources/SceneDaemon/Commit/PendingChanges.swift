@@ -40,6 +40,8 @@ struct PendingChanges {
             case .taskRemoved(let token):
                 tasks.remove(token)
                 removedTasks.insert(token)
+            case .scheduleChanged, .scheduleRemoved, .notificationChanged, .notificationRemoved:
+                break
             }
         }
     }

@@ -27,6 +27,7 @@ struct RecentEvents {
         case .discarded(let ids): ids.count * MemoryLayout<SessionID>.stride
         case .task(_, let name): name.utf8.count
         case .terminated(_, let archived): archived.count * MemoryLayout<SessionID>.stride
+        case .wake(let wake): wake.identifier.utf8.count + (wake.payload?.utf8.count ?? 0)
         }
     }
 

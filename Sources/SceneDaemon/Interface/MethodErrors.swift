@@ -27,6 +27,12 @@ extension MethodDispatcher {
             (name, fields) = ("InvalidArgument", [("parameter", .string(parameter)), ("reason", .string(reason))])
         case .savedDataUnavailable(let id, let reason):
             (name, fields) = ("SavedDataUnavailable", [("session", .string(id.description)), ("reason", .string(reason))])
+        case .noSuchScheduledTask(let app, let identifier):
+            (name, fields) = ("NoSuchBackgroundTask", [("app", .string(app.rawValue)), ("identifier", .string(identifier))])
+        case .notAwaitingWake(let app, let item):
+            (name, fields) = ("NoSuchBackgroundTask", [("app", .string(app.rawValue)), ("identifier", .string(item))])
+        case .limitExceeded(let limit, let maximum, _):
+            (name, fields) = ("LimitExceeded", [("limit", .string(limit)), ("maximum", .int(Int64(maximum)))])
         }
         var parameters = JSONObject(fields)
         parameters["message"] = .string(error.description)

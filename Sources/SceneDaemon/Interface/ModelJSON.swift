@@ -80,7 +80,8 @@ extension JSONWriter {
 
     /// `attachedPid`: the process attached as the app through io.scened.App, if any.
     mutating func app(_ a: AppRecord, engine: LifecycleEngine, attachedPid: Int32? = nil,
-                      started: (pid: Int32, frozen: Bool)? = nil, follows: String) {
+                      started: (pid: Int32, frozen: Bool)? = nil, follows: String, declaredModes: BackgroundModes = [],
+                      counts: BackgroundCounts) {
         beginObject()
         field("id", a.id)
         field("process", static: a.process.staticName)
@@ -112,6 +113,7 @@ extension JSONWriter {
         let hold = engine.holds.hold(for: a.id)
         field("hold", hold.level.description)
         if hold.level != .none { field("holdCause", static: hold.cause.staticName) }
+        appBackground(a, declared: declaredModes, counts: counts)
         endObject()
     }
 
@@ -159,6 +161,8 @@ extension JSONWriter {
         case .terminated(let reason, let archived):
             field("reason", static: reason.staticName)
             sessionList(archived)
+        case .wake(let wake):
+            wakeFields(wake, withholdPayload: withholdRestoration)
         }
         if case .reclaim(let note) = e.cause {
             key(static: "reclaim")
@@ -171,6 +175,26 @@ extension JSONWriter {
             field("reason", note.reason)
             endObject()
         }
+    }
+
+    /// A wake's item: the task (identifier, kind) or the notification (id, payload), and when
+    /// it closes.
+    private mutating func wakeFields(_ wake: WakeDetail, withholdPayload: Bool) {
+        field("kind", static: wake.kind.staticName)
+        if wake.kind == .notification {
+            field("notification", wake.identifier)
+            if let payload = wake.payload {
+                if withholdPayload {
+                    field("withheld", true)
+                } else {
+                    key(static: "payload")
+                    raw(payload)
+                }
+            }
+        } else {
+            field("identifier", wake.identifier)
+        }
+        field("deadline", wake.deadline)
     }
 
     private mutating func sessionList(_ ids: [SessionID]) {
