@@ -74,4 +74,20 @@ struct DaemonMetrics: Sendable {
     }
 
     mutating func noteReclaim(_ step: ReclaimStep) { reclaims.record(step) }
+
+    /// Sessions by condition and scene state (index condition × states + state), counted by a
+    /// walk of the table and kept until the next event: every change of either is an event,
+    /// so scrapes between changes (or a client repeating GetMetrics) cost no walk.
+    private var sessionTally: (seq: UInt64, counts: [Int])?
+
+    mutating func sessionCounts(_ engine: LifecycleEngine) -> [Int] {
+        if let tally = sessionTally, tally.seq == engine.nextSequence { return tally.counts }
+        let states = SceneActivationState.allCases.count
+        var counts = Array(repeating: 0, count: SessionCondition.allCases.count * states)
+        for s in engine.sessions.values {
+            counts[Int(s.condition.rawValue) * states + Int(s.sceneState.rawValue)] += 1
+        }
+        sessionTally = (engine.nextSequence, counts)
+        return counts
+    }
 }

@@ -73,6 +73,8 @@ struct MetricsScrapeTests {
             return (second.values["scened_commits_total"] ?? 0) > (first.values["scened_commits_total"] ?? 0)
         }
         #expect((second.values["scened_commits_total"] ?? 0) > (first.values["scened_commits_total"] ?? 0))
+        // The session counts follow the change (they are kept between events, not beyond).
+        #expect(second.sum("scened_sessions", where: #"condition="live""#) == live + 2)
         for (key, value) in first.values where key.hasPrefix("scened_") && key.contains("_total") {
             #expect((second.values[key] ?? -1) >= value, "\(key) went from \(value) to \(second.values[key] ?? -1)")
         }

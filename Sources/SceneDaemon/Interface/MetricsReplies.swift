@@ -3,7 +3,7 @@ import SystemdKit
 import Varlink
 
 /// GetMetrics: the figures `scenectl metrics` turns into OpenMetrics text. Sessions are
-/// counted by a walk over the table (a scrape every few seconds, a plain array of values).
+/// counted by a walk over the table, again only after an event (DaemonMetrics.sessionCounts).
 extension MethodDispatcher {
     func getMetrics(_ c: MethodCall) throws(VarlinkError) {
         reply(c) { w in self.writeMetrics(&w) }
@@ -45,10 +45,7 @@ extension MethodDispatcher {
 
     private func writeSessionTallies(_ w: inout JSONWriter, _ engine: LifecycleEngine) {
         let states = SceneActivationState.allCases.count
-        var counts = Array(repeating: 0, count: SessionCondition.allCases.count * states)
-        for s in engine.sessions.values {
-            counts[Int(s.condition.rawValue) * states + Int(s.sceneState.rawValue)] += 1
-        }
+        let counts = host.metrics.sessionCounts(engine)
         w.key("sessions")
         w.beginArray()
         // Every live and archived combination, zeros too: a series that vanishes reads as "no data".
