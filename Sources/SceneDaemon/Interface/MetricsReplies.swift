@@ -3,7 +3,7 @@ import SystemdKit
 import Varlink
 
 /// GetMetrics: the figures `scenectl metrics` turns into OpenMetrics text. Sessions are
-/// counted by a walk over the table, again only after an event (DaemonMetrics.sessionCounts).
+/// counted from the apps' per-state counts (DaemonMetrics.sessionCounts), not by a walk.
 extension MethodDispatcher {
     func getMetrics(_ c: MethodCall) throws(VarlinkError) {
         reply(c) { w in self.writeMetrics(&w) }
