@@ -95,6 +95,9 @@ let package = Package(
         .testTarget(name: "SceneClientTests", dependencies: ["SceneClient", "Varlink", "Locking", "ScenedTestSupport"]),
         // ProcessKit with real processes and cgroups (the cgroup tests need root and cgroup v2).
         .testTarget(name: "ProcessKitTests", dependencies: ["ProcessKit", "ScenedTestSupport"]),
+        // The Cockpit page (cockpit/scened) in headless Chromium against cockpit-ws and scened;
+        // the browser script is Tests/Cockpit/cockpit_page_test.py (needs root: a test user).
+        .testTarget(name: "CockpitTests", dependencies: ["Varlink", "ScenedTestSupport"]),
         .testTarget(name: "SceneDaemonTests", dependencies: ["SceneDaemon", "SceneCore", "SystemdKit", "SceneTrace", "SceneReplay",
                                                            "ScenedTestSupport"]),
     ]

@@ -33,6 +33,7 @@ final class Daemon {
     let logger: JournalLogger
     let reclaim: ReclaimRunner
     let system: SystemEvents
+    let background: BackgroundWork
     let socketPath: String
     /// Unlinked at exit when we bound it ourselves (never a socket-activated one).
     let ownsSocket: Bool
@@ -65,6 +66,9 @@ final class Daemon {
         /// A lock's move to the background, a stop's or a sleep's bound.
         var system: TimerSource?
         var systemDue: Timestamp?
+        /// The next scheduled background task, or a wake's launch given up.
+        var background: TimerSource?
+        var backgroundDue: Timestamp?
     }
 
     static let version = "0.1.0"
@@ -93,9 +97,10 @@ final class Daemon {
                              settings: settings, socketPath: socketPath)
         feeds = StreamFeeds(host: host, server: server, apps: apps, policy: settings.accessPolicy)
         system = SystemEvents(host: host, logger: logger, settings: settings)
+        background = BackgroundWork(settings: settings)
         dispatcher = try MethodDispatcher(
             MethodDispatcher.Parts(host: host, server: server, apps: apps, feeds: feeds, reclaim: reclaim, logger: logger,
-                                   system: system),
+                                   system: system, background: background),
             loader: loader, options: options, settings: settings, configFiles: config.files, version: Self.version,
             startedAt: Clock.monotonic.now(), testHooks: TestingInterface.enabled)
         service = CallService(dispatcher: dispatcher, feeds: feeds)
@@ -128,6 +133,7 @@ final class Daemon {
         timers.app = try disarmedTimer(accuracy: 1_000, posting: .appDeadline)
         timers.measure = try disarmedTimer(accuracy: 10_000, posting: .measure)
         timers.system = try disarmedTimer(accuracy: 1_000, posting: .systemTimer)
+        timers.background = try disarmedTimer(accuracy: 10_000, posting: .backgroundTimer)
         for signo in [SIGTERM, SIGINT] { try loop.addSignal(signo, posting: .stop, to: inbox) }
         try loop.addSignal(SIGHUP, posting: .reload, to: inbox)
         watchdog = ServingWatchdog(interval: ServiceManager.watchdogInterval())
@@ -190,6 +196,7 @@ final class Daemon {
         case .heartbeat: onHeartbeat()
         case .stop: beginStop(forShutdown: false)
         case .systemTimer: onSystemTimer()
+        case .backgroundTimer: onBackgroundTimer()
         case .reload: reload()
         case .statusDue: onStatusDue()
         case .livelock: onLivelock()
@@ -256,6 +263,7 @@ final class Daemon {
         carryOutRequests()
         measureBeforeDecision()
         evaluateReclaim()
+        stepBackground()
         startCommit()
         server.enforceGlobalLimits()
         server.flush()
@@ -266,6 +274,7 @@ final class Daemon {
         rearmMeasureTimer()
         stepSystem()
         rearmSystemTimer()
+        rearmBackgroundTimer()
         if watchdog.passCompleted(now: loop.nowMonotonic) { ServiceManager.notify("WATCHDOG=1") }
         if server.takePassRequest() || apps.wantsPass { requestPass() }
     }
@@ -419,6 +428,16 @@ final class Daemon {
     }
 
     /// The system's timer: re-armed when the earliest of its deadlines moved.
+    private func rearmBackgroundTimer() {
+        guard let timer = timers.background else { return }
+        let due = background.nextDeadline
+        guard due != timers.backgroundDue else { return }
+        timers.backgroundDue = due
+        if let due { timer.reschedule(at: host.clock.monotonic(at: due)) } else { timer.disarm() }
+    }
+
+    func backgroundTimerFired() { timers.backgroundDue = nil }
+
     private func rearmSystemTimer() {
         guard let timer = timers.system else { return }
         let due = system.nextDeadline
@@ -519,6 +538,7 @@ final class Daemon {
         feeds.policy = new.accessPolicy
         apps.configure(new)
         system.configure(new)
+        background.configure(new)
         applyLogin()
         system.updateLocks()
         reclaim.reconfigure(grace: new.reclaimGrace)

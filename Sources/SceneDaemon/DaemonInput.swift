@@ -19,6 +19,8 @@ enum DaemonInput {
     case heartbeat
     /// A lock's move to the background, or a stop's or a sleep's bound, is due.
     case systemTimer
+    /// A scheduled background task falls due, or a wake's launch is given up (R34).
+    case backgroundTimer
     /// SIGTERM or SIGINT, and SIGHUP.
     case stop
     case reload

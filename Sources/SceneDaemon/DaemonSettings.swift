@@ -30,6 +30,8 @@ struct DaemonSettings: Equatable, Sendable {
     var followLogin = true
     var lockedBackground: Int64 = 0
     var followIdle = false
+    // [Background] background work: wakes, budgets, queues (R34).
+    var background = BackgroundSettings()
     // [Lifecycle] started apps in cgroups of their own (else process groups and SIGSTOP).
     var appCgroups = true
     // [Reclaim] the grace an attached app gets to save before a reclaim disconnect (§3.5).
@@ -78,13 +80,19 @@ struct DaemonSettings: Equatable, Sendable {
     var accessPolicy: AccessPolicy {
         AccessPolicy(administratorUIDs: [0, geteuid()],
                      administratorGroup: administratorGroup.isEmpty ? nil : UserDatabase.gid(administratorGroup),
-                     owners: apps.compactMapValues { $0.uid == nil && $0.gid == nil ? nil : $0.owner })
+                     owners: apps.compactMapValues { $0.uid == nil && $0.gid == nil ? nil : $0.owner },
+                     notifiers: apps.compactMapValues(\.notifyGID))
     }
 
     var engineConfiguration: EngineConfiguration {
         EngineConfiguration(suspendDelay: TimeSpan(microseconds: suspendDelay),
                             backgroundTaskBudget: TimeSpan(microseconds: backgroundTaskBudget),
-                            expirationGrace: TimeSpan(microseconds: expirationGrace))
+                            expirationGrace: TimeSpan(microseconds: expirationGrace),
+                            refreshBudget: TimeSpan(microseconds: background.refreshBudget),
+                            processingBudget: TimeSpan(microseconds: background.processingBudget),
+                            notificationBudget: TimeSpan(microseconds: background.notificationBudget),
+                            maxScheduledTasks: background.maxScheduledTasks,
+                            maxPendingNotifications: background.maxPendingNotifications)
     }
 
     var reclaimGrace: ReclaimGrace.Configuration {
@@ -156,6 +164,7 @@ struct SettingKey: Sendable {
         boolKey("System", "FollowLogin", \.followLogin),
         timeKey("System", "LockedBackgroundSec", \.lockedBackground, minimum: 0),
         boolKey("System", "FollowIdle", \.followIdle),
+    ] + BackgroundSettings.keys + [
         SettingKey(section: "Store", key: "Durability", apply: { s, v in
             guard let d = Durability(rawValue: v) else { return "Durability= must be full, normal or off" }
             s.durability = d

@@ -31,6 +31,7 @@ enum MessageID {
     static let systemStop = "30825777ec1b4eee9228bfb0ff046338"
     static let systemFollow = "0d09308933694b3abc95ce9a6a48527b"
     static let systemHold = "bd9716e0b98141e8905b7fad8397d41d"
+    static let backgroundWake = "8c1f4a7e25d94b0c9e3a6f5d2b71c084"
 }
 
 /// One structured journal entry.
@@ -148,6 +149,7 @@ enum JournalEntries {
         for e in group { for s in e.sessionsConcerned where !sessions.contains(s) { sessions.append(s) } }
         var (id, priority, message) = summary(group, sessions: sessions)
         var fields = commonFields(group, sessions: sessions, pressure: pressure)
+        fields += wakeFields(group)
         if case .reclaim(let note) = last.cause {
             // Every reclaim action is its own kind of entry, with the policy's reasons.
             id = MessageID.reclaimAction
@@ -201,7 +203,31 @@ enum JournalEntries {
             let after = names.contains(.willTerminate) ? " after willTerminate" : ""
             return (MessageID.appTerminated, .notice, "App \(app) terminated\(reason)\(after).")
         }
+        if let wake = wakeSummary(group, app: app) { return wake }
         return appSummary(last, app: app, sessions: sessions) ?? (MessageID.sessionStateChanged, .info, "\(subject) is \(last.state.name)\(via).")
+    }
+
+    /// A background wake (R34): one entry per wake, naming why (each task and notification
+    /// handed over) and whether the app was thawed or started for it.
+    private static func wakeSummary(_ group: [LifecycleEvent], app: String) -> (String, LogLevel, String)? {
+        let reasons = group.compactMap(wakeReason)
+        guard !reasons.isEmpty else { return nil }
+        let how = group.contains { $0.name == .didFinishLaunching } ? " (launched for it)"
+            : group.contains { $0.name == .resumed } ? " (thawed)" : ""
+        return (MessageID.backgroundWake, .info, "App \(app) woken for background work\(how): \(reasons.joined(separator: ", ")).")
+    }
+
+    private static func wakeReason(_ e: LifecycleEvent) -> String? {
+        guard e.name == .performBackgroundTask || e.name == .didReceiveNotification,
+              case .wake(let wake) = e.detail else { return nil }
+        return wake.kind == .notification ? "notification \(wake.identifier)" : "\(wake.kind.name) task \(wake.identifier)"
+    }
+
+    private static func wakeFields(_ group: [LifecycleEvent]) -> [(String, String)] {
+        group.compactMap { e in
+            guard case .wake(let wake) = e.detail else { return nil }
+            return ("SCENED_WAKE", "\(wake.kind.name):\(wake.identifier)")
+        }
     }
 
     /// The app-level changes that are one event of their own.
@@ -214,6 +240,7 @@ enum JournalEntries {
         case .backgroundTaskWillExpire:
             var task = ""
             if case .task(let token, let name) = last.detail { task = " \(token)" + (name.isEmpty ? "" : " (\(name))") }
+            if case .wake(let wake) = last.detail { task = " \(wake.identifier) (\(wake.kind.name))" }
             return (MessageID.taskExpiring, .notice, "Background task\(task) of \(app) is expiring.")
         case .didDiscardSceneSessions:
             return (MessageID.sessionDiscarded, .info, "App \(app) told of \(sessions.count) discarded sessions.")

@@ -23,6 +23,8 @@ struct AccessPolicy: Equatable, Sendable {
     var administratorUIDs: Set<UInt32>
     var administratorGroup: UInt32?
     var owners: [AppID: AppOwner]
+    /// `[App] NotifyGroup=`: who may hand the app notifications besides administrators.
+    var notifiers: [AppID: UInt32] = [:]
 
     struct AppOwner: Equatable, Sendable {
         var uid: UInt32?
@@ -42,6 +44,14 @@ struct AccessPolicy: Equatable, Sendable {
         if let uid = owner.uid, uid == caller.uid { return true }
         if let gid = owner.gid, caller.isMember(of: gid) { return true }
         return false
+    }
+
+    /// May Notify `app`: administrators and members of its NotifyGroup= (a push relay, a
+    /// fleet agent), not its owner as such: a notification wakes the app at the system's cost.
+    func mayNotify(_ caller: CallerIdentity, app: AppID) -> Bool {
+        if isAdministrator(caller) { return true }
+        guard let gid = notifiers[app] else { return false }
+        return caller.isMember(of: gid)
     }
 
     /// May read `app`'s private data (userInfo, state-restoration data): the same people.

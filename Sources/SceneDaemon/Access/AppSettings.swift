@@ -11,6 +11,11 @@ struct AppSettings: Equatable, Sendable {
     /// Resolved at load.
     var uid: UInt32?
     var gid: UInt32?
+    /// `NotifyGroup=`: members may Notify the app (resolved at load).
+    var notifyGroup: String?
+    var notifyGID: UInt32?
+    /// `BackgroundModes=`: the activities the app may declare to keep running.
+    var backgroundModes: BackgroundModes = []
     /// `[Launch]`: how scened starts the app itself, if it does.
     var launch = LaunchSettings()
 
@@ -39,6 +44,24 @@ struct AppSettingKey: Sendable {
             s.gid = gid
             return nil
         }, show: { $0.group ?? "" }),
+        AppSettingKey(section: "App", key: "NotifyGroup", apply: { s, v in
+            guard !v.isEmpty else { s.notifyGroup = nil; s.notifyGID = nil; return nil }
+            guard let gid = UserDatabase.gid(v) else { return "NotifyGroup=\(v): no such group" }
+            s.notifyGroup = v
+            s.notifyGID = gid
+            return nil
+        }, show: { $0.notifyGroup ?? "" }),
+        AppSettingKey(section: "App", key: "BackgroundModes", apply: { s, v in
+            // A list, as systemd's list settings: an empty value resets it, others add to it.
+            guard !v.isEmpty else { s.backgroundModes = []; return nil }
+            for word in v.split(separator: " ") where !word.isEmpty {
+                guard let mode = BackgroundModes(name: String(word)) else {
+                    return "BackgroundModes=: unknown mode \"\(word)\" (audio, location, voip, processing)"
+                }
+                s.backgroundModes.insert(mode)
+            }
+            return nil
+        }, show: { $0.backgroundModes.description }),
     ] + launchKeys
 
     static func find(section: String, key: String) -> AppSettingKey? {

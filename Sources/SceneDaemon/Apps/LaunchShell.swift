@@ -81,6 +81,14 @@ extension AppSupervisor {
         return (p.pid, p.frozen)
     }
 
+    /// Starts `app`'s process for a wake (R34): no call waits for it; once it attaches and is
+    /// launched, the wake planner hands it its work.
+    func launchForWake(_ app: AppID) {
+        guard let settings = appSettings[app], settings.launch.starts, attachments.attachment(of: app) == nil,
+              launches.mustWait(app, attached: false) else { return }
+        carryOut(launches.launchWanted(app, limit: settings.launch.startLimit, now: host.clock.now()))
+    }
+
     /// A process attached as `app`: a launch waiting for it has completed.
     func launchAttached(_ app: AppID) {
         let completes = launches.process(of: app).map { if case .starting = $0.phase { true } else { false } } ?? false

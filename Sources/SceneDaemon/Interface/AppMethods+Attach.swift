@@ -32,7 +32,8 @@ extension MethodDispatcher {
         }
         if !resuming { stream.liveFrom = max(stream.liveFrom, host.engine.nextSequence) }
         if host.engine.apps[app]?.process ?? .notRunning == .notRunning {
-            _ = try run(.launch(app))
+            // Started for its background work: launched without a scene, cause background (R34).
+            _ = try run(.launch(app, cause: background.startedForWake(app) ? .background : .request))
         }
         _ = apps.attachments.attach(app, connection: c.conn.number, pid: c.caller.pid)
         if !apps.launches.isEmpty { apps.launchAttached(app) }
@@ -80,6 +81,7 @@ extension MethodDispatcher {
             throw Self.appError("DeadlinePassed", app, [("seq", .int(Int64(seq)))],
                                 "the answer to event \(seq) came after its deadline; \(app) is terminated as hung")
         case .notAwaiting:
+            if try acknowledgeNotification(c, app, seq: seq) { return }
             throw Self.appError("NotAwaiting", app, [("seq", .int(Int64(seq)))],
                                 "\(app) owes no answer to event \(seq)")
         }

@@ -26,6 +26,16 @@ enum AppMethods {
         ManagerMethod(name: "SaveState", access: .app(ManagerMethods.appParameter), handler: MethodDispatcher.appSaveState),
         ManagerMethod(name: "SaveUserInfo", access: .app(ManagerMethods.appParameter), handler: MethodDispatcher.appSaveUserInfo),
         ManagerMethod(name: "SetFootprint", access: .app(ManagerMethods.appParameter), handler: MethodDispatcher.appSetFootprint),
+        ManagerMethod(name: "ScheduleBackgroundTask", access: .app(ManagerMethods.appParameter),
+                      handler: MethodDispatcher.scheduleBackgroundTask),
+        ManagerMethod(name: "CancelBackgroundTask", access: .app(ManagerMethods.appParameter),
+                      handler: MethodDispatcher.cancelBackgroundTask),
+        ManagerMethod(name: "CompleteBackgroundTask", access: .app(ManagerMethods.appParameter),
+                      handler: MethodDispatcher.completeBackgroundTask),
+        ManagerMethod(name: "BeginBackgroundActivity", access: .app(ManagerMethods.appParameter),
+                      handler: MethodDispatcher.beginBackgroundActivity),
+        ManagerMethod(name: "EndBackgroundActivity", access: .app(ManagerMethods.appParameter),
+                      handler: MethodDispatcher.endBackgroundActivity),
     ]
 }
 

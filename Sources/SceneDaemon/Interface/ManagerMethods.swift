@@ -63,6 +63,9 @@ enum ManagerMethods {
         ManagerMethod(name: "GetReclaimPlan", access: .anyone, handler: MethodDispatcher.getReclaimPlan),
         ManagerMethod(name: "GetPressureHistory", access: .anyone, handler: MethodDispatcher.getPressureHistory),
         ManagerMethod(name: "Monitor", access: .anyone, handler: MethodDispatcher.monitor),
+        ManagerMethod(name: "ListBackgroundWork", access: .anyone, handler: MethodDispatcher.listBackgroundWork),
+        // Administrators and the app's NotifyGroup=: the handler decides (AccessPolicy.mayNotify).
+        ManagerMethod(name: "Notify", access: .anyone, handler: MethodDispatcher.notify),
         // Monitor's history as a trace: nothing in it that Monitor and ListSessions withhold.
         ManagerMethod(name: "ExportTrace", access: .anyone, handler: MethodDispatcher.exportTrace),
         // The daemon as a whole: administrators.

@@ -25,6 +25,7 @@ final class MethodDispatcher {
     let reclaim: ReclaimRunner
     let logger: JournalLogger
     let system: SystemEvents
+    let background: BackgroundWork
     let info: VarlinkServiceInfo
     let interface: VarlinkInterfaceDefinition
     let appInterface: VarlinkInterfaceDefinition
@@ -55,6 +56,7 @@ final class MethodDispatcher {
         let reclaim: ReclaimRunner
         let logger: JournalLogger
         let system: SystemEvents
+        let background: BackgroundWork
     }
 
     init(_ parts: Parts, loader: ConfigLoader, options: DaemonOptions, settings: DaemonSettings, configFiles: [String],
@@ -66,6 +68,7 @@ final class MethodDispatcher {
         reclaim = parts.reclaim
         logger = parts.logger
         system = parts.system
+        background = parts.background
         self.loader = loader
         self.options = options
         self.settings = settings

@@ -96,7 +96,13 @@ extension MethodDispatcher {
     func replyApp(_ app: AppID, _ c: MethodCall) {
         reply(c) { w in
             let engine = self.host.engine
-            if let a = engine.apps[app] { w.key("app"); w.app(a, engine: engine, attachedPid: self.apps.attachments.attachment(of: app)?.pid, started: self.apps.startedProcess(app), follows: self.followedUser(app)) }
+            if let a = engine.apps[app] {
+                w.key("app")
+                w.app(a, engine: engine, attachedPid: self.apps.attachments.attachment(of: app)?.pid,
+                      started: self.apps.startedProcess(app), follows: self.followedUser(app),
+                      declaredModes: self.apps.appSettings[app]?.backgroundModes ?? [],
+                      counts: BackgroundCounts(engine, only: app))
+            }
         }
     }
 }

@@ -49,6 +49,7 @@ extension MethodDispatcher {
         for f in configFiles { w.string(f) }
         w.endArray()
         writeSystem(&w)
+        writeBackground(&w)
         w.endObject()
     }
 

@@ -1,0 +1,34 @@
+import SceneCore
+
+/// The daemon carrying out background work (R34): the wakes `WakePlanner` plans at the end of
+/// each pass, in the pass's batch, and the processes it must start first.
+extension Daemon {
+    func onBackgroundTimer() {
+        backgroundTimerFired()
+        requestPass()
+    }
+
+    func stepBackground() {
+        let blocked = system.stop.isStopping || system.sleep.phase != .awake
+        guard let plan = background.plan(host.engine, now: host.clock.now(), pressure: reclaim.level, blocked: blocked)
+        else { return }
+        for app in plan.expireProcessing {
+            _ = try? host.execute(.expireWakes(app, kind: .processing))
+        }
+        for app in plan.launches {
+            apps.appLog(.info, app, "Starting \(app) for its background work.", id: MessageID.backgroundWake)
+            apps.launchForWake(app)
+        }
+        for request in plan.wakes { wake(request) }
+    }
+
+    /// One wake; a refusal (the app changed state in between) is left for the next plan.
+    private func wake(_ request: WakeRequest) {
+        do {
+            _ = try host.execute(.wake(request))
+        } catch {
+            apps.appLog(.warning, request.app, "Could not wake \(request.app) for its background work: \(error).",
+                        id: MessageID.backgroundWake)
+        }
+    }
+}
