@@ -23,6 +23,8 @@ final class EngineHost {
     private(set) var recent: RecentEvents
     private var effects: [Effect] = []
     private(set) var commits: UInt64 = 0
+    /// Counters for GetMetrics that no other part keeps (DaemonMetrics).
+    var metrics = DaemonMetrics()
 
     /// Stored rows the store left out, damaged on disk (start-up, and event-log rows as read).
     var quarantine = QuarantineReport()
@@ -216,10 +218,10 @@ final class EngineHost {
         batch.tasks.reserveCapacity(pending.tasks.count)
         for token in pending.tasks { if let t = engine.tasks[token] { batch.tasks.append(t) } }
         batch.removedTasks = Array(pending.removedTasks)
+        batch.setBackgroundWork(named: pending.schedules, pending.notifications, schedules: engine.schedules,
+                                notifications: engine.notifications)
         batch.events = pending.events
-        batch.counters = EngineCounters(clock: engine.clock, nextSequence: engine.nextSequence,
-                                        nextSessionNumber: engine.nextSessionNumber,
-                                        nextTaskNumber: engine.nextTaskNumber)
+        batch.counters = EngineCounters(engine)
         return batch
     }
 
