@@ -226,6 +226,12 @@ struct LiveBackgroundWorkTests {
         events.dropFirst(index).compactMap { $0["event"]?.stringValue }
     }
 
+    /// didFinishLaunching handled: the launch handlers are registered (scened may have
+    /// suspended the app before the main actor, busy with other suites, got to it).
+    static func launched(_ running: RunningApp) async throws {
+        try await eventually("the launch handlers") { running.application.taskScheduler.registeredIdentifiers.count == 3 }
+    }
+
     /// The Monitor's events up to the first `suspended` after the first `index`, waited for
     /// without blocking the main actor (the app's callbacks run on it).
     static func untilSuspended(_ feed: MonitorFeed, after index: Int, _ what: String) async throws -> [JSONValue] {
@@ -260,6 +266,7 @@ struct LiveBackgroundWorkTests {
         let delegate = LiveBackgroundDelegate()
         let running = RunningApp(app: app, socketPath: socket, requestSceneAtLaunch: false, delegate: delegate)
         var seen = try await Self.untilSuspended(feed, after: 0, "suspended after the launch").count
+        try await Self.launched(running)
 
         try await running.application.taskScheduler.submit(AppRefreshTaskRequest(identifier: "e2e.refresh"))
         let afterTask = try await Self.untilSuspended(feed, after: seen, "suspended after the task")
@@ -288,6 +295,38 @@ struct LiveBackgroundWorkTests {
         try daemon.stop()
     }
 
+    @Test("a notification handled before a kill -9 of scened is not handed over again after the reattach; the next one is",
+          .timeLimit(.minutes(10)))
+    func notificationAcrossACrash() async throws {
+        let workspace = try Workspace(configuration: Self.configuration)
+        var daemon = try DaemonProcess(workspace)
+        let socket = workspace.socketPath
+        let app = "org.example.bgcrash"
+        let feed = try MonitorFeed(socketPath: socket, app: app)
+        defer { feed.stop() }
+        let delegate = LiveBackgroundDelegate()
+        let running = RunningApp(app: app, socketPath: socket, requestSceneAtLaunch: false, delegate: delegate)
+        let seen = try await Self.untilSuspended(feed, after: 0, "suspended after the launch").count
+        try await Self.launched(running)
+        let first = try await manager(socket, "Notify", ["app": .string(app), "payload": ["text": "one"]])
+        _ = try await Self.untilSuspended(feed, after: seen, "suspended after the first notification")
+
+        daemon.crash()
+        _ = daemon.child.wait(seconds: 5)
+        daemon = try DaemonProcess(workspace)
+        try await eventually("the reattach") { running.application.reattachCount == 1 && running.application.isAttached }
+        let second = try await manager(socket, "Notify", ["app": .string(app), "payload": ["text": "two"]])
+        let ids = [first, second].compactMap { $0["notification"]?.stringValue }
+        #expect(ids.count == 2 && ids[0] != ids[1], "ids are not reused across a restart: \(ids)")
+        try await eventually("the second notification") { delegate.lines.count == 2 }
+        // A moment for a wrongly repeated first one to arrive behind it.
+        await mainSleep(.milliseconds(500))
+        #expect(delegate.lines == ids.enumerated().map { "notification \($1) \($0 == 0 ? "one" : "two")" })
+        try await running.application.detach()
+        _ = try await running.ending()
+        try daemon.stop()
+    }
+
     @Test("a task left running gets its expiration handler, or is completed for it, and the app is suspended", .timeLimit(.minutes(10)))
     func expiration() async throws {
         let workspace = try Workspace(configuration: Self.configuration)
@@ -299,6 +338,7 @@ struct LiveBackgroundWorkTests {
         let delegate = LiveBackgroundDelegate()
         let running = RunningApp(app: app, socketPath: socket, requestSceneAtLaunch: false, delegate: delegate)
         var before = try await Self.untilSuspended(feed, after: 0, "suspended after the launch").count
+        try await Self.launched(running)
 
         for identifier in ["e2e.slow", "e2e.silent"] {
             try await running.application.taskScheduler.submit(AppRefreshTaskRequest(identifier: identifier))
