@@ -1,0 +1,143 @@
+import Glibc
+import SceneCore
+import ScenedTestSupport
+import Testing
+import Varlink
+
+/// Issue 36 item 5, the hostile side: no wake while the machine sleeps, a flood of scheduling
+/// from one client, an app that goes away in the middle of a wake, answers for work that does
+/// not exist.
+@Suite("Background work, hostile (R34)", .serialized)
+struct BackgroundHostileTests {
+    @Test("a task falling due while the machine sleeps (dbusmock's PrepareForSleep) runs only after the resume",
+          .timeLimit(.minutes(3)))
+    func noWakeDuringSleep() throws {
+        let scratch = TemporaryDirectory(prefix: "scened-wakes")
+        let app = try WakeApp(directory: scratch.path, app: "com.example.nightowl")
+        let rig = try LoginRig(sessions: [LoginFollowTests.me], apps: [(app.app, app.appFile())])
+        try Wakes.launch(rig.daemon, app)
+        let cgroup = try app.cgroup(rig.daemon)
+        let due = Wakes.wallMicroseconds() + 2_000_000
+        try app.call("ScheduleBackgroundTask", ["identifier": "digest", "kind": "refresh", "earliestBegin": .int(due)])
+        try rig.waitFor("both delay inhibitors taken") { try rig.mock.inhibitors() == ["shutdown", "sleep"] }
+
+        try rig.mock.mockCall("EmitPrepare", ["string:Sleep", "boolean:true"])
+        try rig.waitFor("suspended for sleep") { try rig.app(app.app)["process"]?.stringValue == "suspended" }
+        try WakeApp.waitFrozen(cgroup, true)
+        // Asleep until well past the task's time: nothing runs, it waits.
+        while Wakes.wallMicroseconds() < due + 2_500_000 {
+            #expect(WakeApp.frozen(cgroup) == true, "frozen while asleep")
+            sleepMilliseconds(100)
+        }
+        #expect(app.events("performBackgroundTask").isEmpty, "no wake while asleep: \(BackgroundWakeTests.briefs(app))")
+        let waiting = try rig.daemon.call("ListBackgroundWork", ["app": .string(app.app)])
+        #expect(waiting["tasks"]?.arrayValue?.count == 1 && waiting["wakes"]?.arrayValue?.isEmpty == true, "\(waiting)")
+        #expect(try rig.daemon.call("GetStatus")["status"]?["background"]?["wakingApps"]?.intValue == 0)
+
+        let resumedAt = Wakes.wallMicroseconds()
+        try rig.mock.mockCall("EmitPrepare", ["string:Sleep", "boolean:false"])
+        let handed = try #require(try app.waitEvents("performBackgroundTask", seconds: 10).first)
+        #expect(handed.time >= resumedAt, "after the resume")
+        #expect(handed.object["identifier"]?.stringValue == "digest")
+        let delay = Double(handed.time - resumedAt) / 1e6
+        #expect(delay < 3, "handed over \(delay) s after the resume")
+        try StopSupport.waitFor("completed") {
+            try rig.daemon.call("ListBackgroundWork", ["app": .string(app.app)])["wakes"]?.arrayValue?.isEmpty == true
+        }
+        print("sleep: the task due while asleep ran \(Format.fixed(delay * 1000, 0)) ms after the resume")
+    }
+
+    @Test("10,000 ScheduleBackgroundTask and CancelBackgroundTask calls from one client (replacements, cancels, too many): all answered, at most MaxScheduledTasks kept, CPU and RSS bounded",
+          .timeLimit(.minutes(5)))
+    func schedulingFlood() throws {
+        let workspace = try Workspace(configuration: Wakes.configuration(suspendDelay: "60s"))
+        let daemon = try DaemonProcess(workspace, environment: ScenedLaunch.measuredMemoryEnvironment)
+        defer { if daemon.child.isRunning { try? daemon.stop() } }
+        let name = "com.example.scheduler"
+        let attached = try AttachedApp(daemon, app: name)
+        _ = try attached.events(through: "didFinishLaunching")
+        let flooder = try RawConnection(path: daemon.socketPath)
+        let later = Wakes.wallMicroseconds() + 3_600_000_000
+        let cpuBefore = try daemon.cpuTicks()
+        let rssBefore = Wakes.rssKiB(daemon.pid)
+        var outcomes: [String: Int] = [:]
+        var limits = Set<String>()
+        var most = 0
+        let start = monotonicSeconds()
+        for batch in 0..<20 {
+            for j in 0..<500 {
+                let i = batch * 500 + j
+                switch i % 10 {
+                case 0..<6:
+                    try flooder.sendCall("io.scened.App.ScheduleBackgroundTask", ["app": .string(name), "identifier": .string("t\(i % 40)"),
+                                                                                 "kind": i % 3 == 0 ? "processing" : "refresh",
+                                                                                 "earliestBegin": .int(later + Int64(i))])
+                case 6, 7:
+                    try flooder.sendCall("io.scened.App.ScheduleBackgroundTask", ["app": .string(name), "identifier": .string("t\(i % 8)"),
+                                                                                 "kind": "refresh", "earliestBegin": .int(later)])
+                default:
+                    try flooder.sendCall("io.scened.App.CancelBackgroundTask", ["app": .string(name), "identifier": .string("t\((i * 7) % 40)")])
+                }
+            }
+            for _ in 0..<500 {
+                let reply = try flooder.receiveObject(timeout: 60)
+                outcomes[reply.errorName ?? "ok", default: 0] += 1
+                if let limit = reply.parametersObject["limit"]?.stringValue { limits.insert(limit) }
+            }
+            let count = try Wakes.listWork(daemon, name)["tasks"]?.arrayValue?.count ?? -1
+            most = max(most, count)
+        }
+        let elapsed = monotonicSeconds() - start
+        let cpu = Double(try daemon.cpuTicks() - cpuBefore) * 1000 / Double(sysconf(Int32(_SC_CLK_TCK)))
+        let rssAfter = Wakes.rssKiB(daemon.pid)
+        #expect(outcomes.values.reduce(0, +) == 10_000, "every call answered: \(outcomes)")
+        #expect(Set(outcomes.keys).isSubset(of: ["ok", "io.scened.Manager.LimitExceeded", "io.scened.Manager.NoSuchBackgroundTask"]),
+                "\(outcomes)")
+        #expect(outcomes["io.scened.Manager.LimitExceeded", default: 0] > 0, "40 identifiers against 32: some refused \(outcomes)")
+        #expect(limits.isSubset(of: ["MaxScheduledTasks"]), "\(limits)")
+        #expect(most <= 32 && most > 0, "at most MaxScheduledTasks kept: \(most)")
+        #expect(cpu < 20_000, "scened used \(cpu) ms of CPU for 10,000 calls")
+        #expect(rssAfter - rssBefore < 30 * 1024, "RSS grew \(rssAfter - rssBefore) KiB")
+        let kept = try Wakes.listWork(daemon, name)["tasks"]?.arrayValue?.count ?? -1
+        #expect(try StartedAppTests.app(daemon, name)["scheduledTasks"]?.intValue == Int64(kept), "GetApp agrees with ListBackgroundWork")
+        try daemon.assertServing("after a scheduling flood")
+        print("10,000 schedule/cancel calls: \(Format.fixed(elapsed * 1000, 0)) ms, scened CPU \(Format.fixed(cpu, 0)) ms, "
+              + "RSS \(rssBefore) → \(rssAfter) KiB, outcomes \(outcomes.sorted { $0.key < $1.key }), at most \(most) kept")
+    }
+
+    @Test("an app that closes its Attach connection in the middle of a wake: the wake's items closed, the app terminated (exited), scened serves on; Complete of an unknown identifier is NoSuchBackgroundTask",
+          .timeLimit(.minutes(3)))
+    func appGoneMidWake() throws {
+        let workspace = try Workspace(configuration: Wakes.configuration())
+        let app = try WakeApp(workspace, app: "com.example.quitter", flags: ["no-complete"])
+        let daemon = try DaemonProcess(workspace)
+        defer { if daemon.child.isRunning { try? daemon.stop() } }
+        let session = try Wakes.foreground(daemon, app)
+        let pid = try #require(try app.pid(daemon))
+        try app.call("ScheduleBackgroundTask", ["identifier": "upload", "kind": "refresh",
+                                                "earliestBegin": .int(Wakes.wallMicroseconds() + 2_000_000)])
+        try daemon.call("Background", ["session": .string(session)])
+        try WakeApp.waitFrozen(try app.cgroup(daemon), true)
+        try app.waitEvents("performBackgroundTask")
+        #expect(try Wakes.listWork(daemon, app.app)["wakes"]?.arrayValue?.count == 1)
+
+        do {
+            try app.call("CompleteBackgroundTask", ["identifier": "nonesuch", "success": true])
+            Issue.record("an unknown identifier was completed")
+        } catch let error as VarlinkError {
+            #expect(error.name == "io.scened.Manager.NoSuchBackgroundTask", "\(error)")
+            #expect(error.parameters["identifier"]?.stringValue == "nonesuch", "\(error)")
+        }
+        #expect(try Wakes.listWork(daemon, app.app)["wakes"]?.arrayValue?.count == 1, "the open item untouched")
+
+        try app.closeAttach()
+        try StopSupport.waitFor("terminated") { try StartedAppTests.app(daemon, app.app)["process"]?.stringValue == "notRunning" }
+        let left = try Wakes.listWork(daemon, app.app)
+        #expect(left["wakes"]?.arrayValue?.isEmpty == true && left["tasks"]?.arrayValue?.isEmpty == true, "\(left)")
+        try StopSupport.waitFor("the process gone") { StopSupport.gone(pid) }
+        let log = try StopSupport.events(daemon, since: 0)
+        #expect(log.last?.event == "terminated" && log.last?.object["reason"]?.stringValue == "exited",
+                "\(log.suffix(3).map { "\($0.event) \($0.object["reason"]?.stringValue ?? "")" })")
+        try daemon.assertServing("after an app left in the middle of a wake")
+    }
+}
