@@ -18,6 +18,14 @@ struct BackgroundWakeTests {
         return tail.map { "\($0.event) \($0.cause)" }
     }
 
+    /// "event cause" of the app's events in scened's event log, from the first (or the last)
+    /// `name` on.
+    static func logged(_ daemon: DaemonProcess, _ app: String, from name: String, last: Bool = false) throws -> [String] {
+        let events = try StopSupport.events(daemon, since: 0).filter { $0.app == app }
+        let start = (last ? events.lastIndex { $0.event == name } : events.firstIndex { $0.event == name }) ?? events.endIndex
+        return events[start...].map { "\($0.event) \($0.cause)" }
+    }
+
     @Test("a refresh task of a frozen app: thawed when it falls due, performBackgroundTask (cause background), completed, frozen again; one journal entry names it",
           .timeLimit(.minutes(3)))
     func refreshTaskThawsAndFreezes() throws {
@@ -57,9 +65,8 @@ struct BackgroundWakeTests {
 
         // Completed: suspended (cause background) and frozen again; nothing left open.
         try WakeApp.waitFrozen(cgroup, true)
-        let completions = app.records.filter { $0["reply_to"]?.stringValue == "CompleteBackgroundTask" }
-        #expect(completions.count == 1 && completions.first?["reply"]?["error"] == nil, "completed: \(completions)")
-        let story = Self.briefs(app, from: "resumed")
+        // The app is frozen before it reads the reply and the suspended event: scened's log.
+        let story = try Self.logged(daemon, app.app, from: "resumed")
         #expect(story == ["resumed background", "performBackgroundTask background", "suspended background"], "\(story)")
         let after = try Wakes.listWork(daemon, app.app)
         #expect(after["wakes"]?.arrayValue?.isEmpty == true && after["tasks"]?.arrayValue?.isEmpty == true, "\(after)")
@@ -132,7 +139,7 @@ struct BackgroundWakeTests {
         #expect(story.contains("performBackgroundTask background"), "\(story)")
         let cgroup = try app.cgroup(daemon)
         try WakeApp.waitFrozen(cgroup, true)
-        let done = Self.briefs(app, pid: Int64(second))
+        let done = try Self.logged(daemon, app.app, from: "didFinishLaunching", last: true)
         #expect(done == ["didFinishLaunching background", "performBackgroundTask background", "suspended background"], "\(done)")
         #expect(try Wakes.listWork(daemon, app.app)["tasks"]?.arrayValue?.isEmpty == true)
     }
