@@ -102,11 +102,17 @@ struct BackgroundWakeTests {
                 "names the task: \(expiry.object)")
         #expect(expiry.time >= deadline - 50_000 && expiry.time < deadline + 1_000_000,
                 "at the deadline: \(Double(expiry.time - deadline) / 1e3) ms after it")
-        let suspended = try #require(try app.waitEvents("suspended", count: 2, seconds: 10).last)
-        #expect(suspended.cause == "background")
+        // Suspended one grace later, and frozen before it may read that: scened's log.
+        try StopSupport.waitFor("suspended after the grace", seconds: 10) {
+            try StartedAppTests.app(daemon, app.app)["process"]?.stringValue == "suspended"
+        }
+        try WakeApp.waitFrozen(cgroup, true)
+        let logged = try StopSupport.events(daemon, since: expiry.seq).filter { $0.app == app.app }
+        #expect(logged.map { "\($0.event) \($0.cause)" } == ["backgroundTaskWillExpire timer", "suspended background"],
+                "\(logged.map(\.description))")
+        let suspended = try #require(logged.last)
         let grace = Double(suspended.time - expiry.time) / 1e6
         #expect(grace > 0.9 && grace < 2.0, "suspended one grace (1 s) after the expiration: \(grace) s")
-        try WakeApp.waitFrozen(cgroup, true)
         #expect(try app.pid(daemon) == pid && kill(pid, 0) == 0, "suspended, not killed (R34)")
         #expect(app.events("terminated").isEmpty)
         #expect(try StartedAppTests.app(daemon, app.app)["process"]?.stringValue == "suspended")
