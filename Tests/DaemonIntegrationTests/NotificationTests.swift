@@ -125,6 +125,48 @@ struct NotificationTests {
         print("Notify then kill -9, three rounds: each delivered once; \(replayed) handed over before the kill and replayed on the reattach")
     }
 
+    @Test("hostile: an app that never answers its notifications: the open ones count toward MaxPendingNotifications until their budget ends, then it is frozen again and Notify is accepted again",
+          .timeLimit(.minutes(3)))
+    func unansweredNotificationsHoldTheLimit() throws {
+        let workspace = try Workspace(configuration: Wakes.configuration(background: "NotificationBudgetSec=2s\nMaxPendingNotifications=8"))
+        let app = try WakeApp(workspace, app: "com.example.deaf", flags: ["no-ack"])
+        let daemon = try DaemonProcess(workspace)
+        defer { if daemon.child.isRunning { try? daemon.stop() } }
+        let session = try Wakes.foreground(daemon, app)
+        let cgroup = try app.cgroup(daemon)
+        try daemon.call("Background", ["session": .string(session)])
+        try WakeApp.waitFrozen(cgroup, true)
+
+        let sender = try RawConnection(path: daemon.socketPath)
+        for i in 0..<20 { try sender.sendCall("io.scened.Manager.Notify", ["app": .string(app.app), "payload": ["i": .int(Int64(i))]]) }
+        var outcomes: [String: Int] = [:]
+        for _ in 0..<20 { outcomes[try sender.receiveObject(timeout: 30).errorName ?? "accepted", default: 0] += 1 }
+        #expect(outcomes == ["accepted": 8, "io.scened.Manager.LimitExceeded": 12], "\(outcomes)")
+        let handed = try app.waitEvents("didReceiveNotification", count: 8, seconds: 10)
+        #expect(Set(handed.compactMap { $0.object["notification"]?.stringValue }).count == 8)
+        let open = try Wakes.listWork(daemon, app.app)
+        #expect((open["wakes"]?.arrayValue?.count ?? 0) + (open["notifications"]?.arrayValue?.count ?? 0) == 8, "\(open)")
+        do {
+            _ = try Self.notify(daemon, app.app, ["while": "open"])
+            Issue.record("a ninth notification was accepted while eight are unanswered")
+        } catch let error as VarlinkError {
+            #expect(error.name == "io.scened.Manager.LimitExceeded" && error.parameters["limit"]?.stringValue == "MaxPendingNotifications", "\(error)")
+        }
+
+        // Their budget (2 s) ends: closed without an event, the app suspended and frozen.
+        try StopSupport.waitFor("the items closed", seconds: 10) {
+            try Wakes.listWork(daemon, app.app)["wakes"]?.arrayValue?.isEmpty == true
+        }
+        try WakeApp.waitFrozen(cgroup, true)
+        let logged = try BackgroundWakeTests.logged(daemon, app.app, from: "resumed")
+        #expect(logged.last == "suspended background", "\(logged)")
+        #expect(!logged.contains { $0.hasPrefix("backgroundTaskWillExpire") }, "no expiration event for notifications: \(logged)")
+        #expect(try StartedAppTests.app(daemon, app.app)["process"]?.stringValue == "suspended")
+        _ = try Self.notify(daemon, app.app, ["after": "budget"])
+        try app.waitEvents("didReceiveNotification", count: 9, seconds: 10)
+        try daemon.assertServing("after unanswered notifications")
+    }
+
     @Test("Notify from a user outside NotifyGroup= is PermissionDenied; a member of the group is accepted",
           .timeLimit(.minutes(2)))
     func notifyGroup() throws {
