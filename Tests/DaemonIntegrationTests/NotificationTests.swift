@@ -187,7 +187,7 @@ struct NotificationTests {
         try daemon.assertServing("after a refused Notify")
     }
 
-    @Test("1,000 notifications to one app: MaxPendingNotifications accepted, the rest LimitExceeded; RSS bounded, a bystander still served; an oversized payload is LimitExceeded MaxNotificationSize",
+    @Test("1,000 notifications to one app: MaxPendingNotifications accepted, the rest LimitExceeded; RSS bounded, a bystander still served; an oversized payload is LimitExceeded MaxNotificationSize; a sender that vanishes loses nothing sent whole",
           .timeLimit(.minutes(3)))
     func floodAndOversize() throws {
         let workspace = try Workspace()
@@ -197,6 +197,16 @@ struct NotificationTests {
         try StartedAppTests.appFile(workspace, "com.example.other", "[App]\nBackgroundModes=")
         let daemon = try DaemonProcess(workspace, environment: ScenedLaunch.measuredMemoryEnvironment)
         defer { if daemon.child.isRunning { try? daemon.stop() } }
+
+        // A sender that vanishes with its replies unread and a call half sent: what was
+        // received whole is stored all the same.
+        let vanishing = try RawConnection(path: daemon.socketPath)
+        for i in 0..<5 { try vanishing.sendCall("io.scened.Manager.Notify", ["app": "com.example.other", "payload": ["i": .int(Int64(i))]]) }
+        try vanishing.send("{\"method\":\"io.scened.Manager.Notify\",\"parameters\":{\"app\":\"com.ex")
+        vanishing.close()
+        try StopSupport.waitFor("the vanished sender's five stored") {
+            try Wakes.listWork(daemon, "com.example.other")["notifications"]?.arrayValue?.count == 5
+        }
 
         let bystander = try daemon.client(timeout: .seconds(10))
         func statusLatencies(_ n: Int) throws -> [Double] {
@@ -251,6 +261,7 @@ struct NotificationTests {
         }
         let fits = try daemon.call("Notify", ["app": .string("com.example.other"), "payload": ["text": .string(String(repeating: "z", count: 3_000))]])
         #expect(fits["notification"] != nil)
+        #expect(try Wakes.listWork(daemon, "com.example.other")["notifications"]?.arrayValue?.count == 6)
         try daemon.assertServing("after the flood")
     }
 }
