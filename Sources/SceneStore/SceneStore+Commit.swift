@@ -154,11 +154,12 @@ extension SceneStore {
 
     /// What bounds the allocations of a transaction a damaged log may lose (SceneStore+Recovery).
     private func checkAllocations(_ counters: EngineCounters) throws(StoreError) {
-        for (kind, next, floor, cap) in [("session ids", counters.nextSessionNumber, sessionFloor, Tuning.maxAllocationsPerCommit),
-                                         ("task tokens", counters.nextTaskNumber, taskFloor, Tuning.maxTaskTokensPerCommit),
-                                         ("sequence numbers", counters.nextSequence, sequenceFloor, Tuning.maxAllocationsPerCommit),
-                                         ("notification ids", counters.nextNotificationNumber, notificationFloor,
-                                          Tuning.maxNotificationsPerCommit)]
+        let marks = [("session ids", counters.nextSessionNumber, sessionFloor, Tuning.maxAllocationsPerCommit),
+                     ("task tokens", counters.nextTaskNumber, taskFloor, Tuning.maxTaskTokensPerCommit),
+                     ("sequence numbers", counters.nextSequence, sequenceFloor, Tuning.maxAllocationsPerCommit),
+                     ("notification ids", counters.nextNotificationNumber, notificationFloor,
+                      Tuning.maxNotificationsPerCommit)]
+        for (kind, next, floor, cap) in marks
         where next > floor && next - floor > cap || next >= Tuning.storedNumberLimit {
             throw StoreError(kind: .constraint, path: path,
                              message: "the batch would take \(kind) up to \(next), \(next &- floor) past the last "

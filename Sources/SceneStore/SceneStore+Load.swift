@@ -23,7 +23,8 @@ extension SceneStore {
     /// by id) with their pending discards, sessions (keyed by id, as the engine holds them: the
     /// engine adopts the table, so a million sessions are not held twice) in the condition and
     /// state they had, open tasks (by token), scheduled tasks (by app and identifier), pending
-    /// notifications (by id) and the counters; read in one transaction, so the parts agree. `quarantined`: the rows left out; `recordingFailure`: see `StoredState`.
+    /// notifications (by id) and the counters; read in one transaction, so the parts agree.
+    /// `quarantined`: the rows left out; `recordingFailure`: see `StoredState`.
     ///
     /// Every row is decoded and checked first (types, codes, ranges, JSON, references). One
     /// that fails is quarantined: left in its table, recorded in the quarantine table, reported

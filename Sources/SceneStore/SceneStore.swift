@@ -1,9 +1,10 @@
 import CSQLite
 import SceneCore
 
-/// scened's persistent state in one SQLite database (WAL): apps with their pending discards,
-/// sessions, background tasks, scheduled tasks and pending notifications, the counters (clock, sequence and identifier high-water marks) and
-/// a bounded log of recent events.
+/// scened's persistent state in one SQLite database (WAL): apps with their pending discards and
+/// active background modes, sessions, background tasks, scheduled tasks, pending notifications,
+/// the counters (clock, sequence and identifier high-water marks) and a bounded log of recent
+/// events.
 ///
 /// Single-threaded: the daemon's loop thread owns it. Every mutation goes through `commit`, one
 /// transaction per loop iteration.
