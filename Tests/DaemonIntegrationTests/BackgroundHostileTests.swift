@@ -140,4 +140,37 @@ struct BackgroundHostileTests {
                 "\(log.suffix(3).map { "\($0.event) \($0.object["reason"]?.stringValue ?? "")" })")
         try daemon.assertServing("after an app left in the middle of a wake")
     }
+
+    @Test("hostile: an app whose process dies before attaching, with a notification waiting: started a bounded number of times, scened idle and serving, and another app's wake not held up (MaxConcurrentWakes=1)",
+          .timeLimit(.minutes(3)))
+    func brokenAppDoesNotHoldTheWakes() throws {
+        let workspace = try Workspace(configuration: Wakes.configuration(background: "MaxConcurrentWakes=1"))
+        let broken = "com.example.broken"
+        try StartedAppTests.appFile(workspace, broken, "[Launch]\nExecStart=/bin/sh -c \"exit 3\"")
+        let good = try WakeApp(workspace, app: "com.example.good", flags: ["delay=0.5"])
+        let daemon = try DaemonProcess(workspace)
+        defer { if daemon.child.isRunning { try? daemon.stop() } }
+        let session = try Wakes.foreground(daemon, good)
+        let cgroup = try good.cgroup(daemon)
+        try daemon.call("Background", ["session": .string(session)])
+        try WakeApp.waitFrozen(cgroup, true)
+
+        let cpuBefore = try daemon.cpuTicks()
+        _ = try NotificationTests.notify(daemon, broken, ["to": "broken"])
+        try StopSupport.waitFor("the broken app's start failed") { daemon.stderr.contains("exited with status 3") }
+        let sent = monotonicSeconds()
+        _ = try NotificationTests.notify(daemon, good.app, ["to": "good"])
+        try good.waitEvents("didReceiveNotification", seconds: 20)
+        let delay = monotonicSeconds() - sent
+        #expect(delay < 3, "the good app's notification waited \(delay) s behind the broken app's start")
+        sleepMilliseconds(3_000)
+        let cpu = Double(try daemon.cpuTicks() - cpuBefore) * 1000 / Double(sysconf(Int32(_SC_CLK_TCK)))
+        let starts = daemon.stderr.split(separator: "\n").filter { $0.contains("Started \(broken): pid") }.count
+        #expect(starts >= 1 && starts <= 5, "started \(starts) times")
+        #expect(cpu < 1_000, "scened used \(cpu) ms of CPU meanwhile")
+        let waiting = try Wakes.listWork(daemon, broken)["notifications"]?.arrayValue?.count
+        #expect(waiting == 1, "the broken app's notification still waits")
+        try daemon.assertServing("with a broken app's notification waiting")
+        print("broken app: started \(starts) times; the good app's notification \(Format.fixed(delay * 1000, 0)) ms; scened CPU \(Format.fixed(cpu, 0)) ms")
+    }
 }

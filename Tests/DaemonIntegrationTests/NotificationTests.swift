@@ -57,6 +57,23 @@ struct NotificationTests {
         print("Notify to a running app: didReceiveNotification \(Format.fixed(latency * 1000, 1)) ms after the call")
     }
 
+    @Test("Notify to a not-running app with ExecStart=: started (didFinishLaunching, cause background), didReceiveNotification, answered, suspended and frozen",
+          .timeLimit(.minutes(3)))
+    func notRunningAppIsStartedForANotification() throws {
+        let workspace = try Workspace(configuration: Wakes.configuration())
+        let app = try WakeApp(workspace, app: "com.example.mailbox")
+        let daemon = try DaemonProcess(workspace)
+        defer { if daemon.child.isRunning { try? daemon.stop() } }
+        let id = try Self.notify(daemon, app.app, ["subject": "hi"])
+        let got = try app.waitEvents("didReceiveNotification")
+        #expect(got.first?.object["notification"]?.stringValue == id && got.first?.object["payload"]?["subject"]?.stringValue == "hi")
+        #expect(app.events.first.map { "\($0.event) \($0.cause)" } == "didFinishLaunching background", "\(app.events.map(\.description))")
+        try WakeApp.waitFrozen(try app.cgroup(daemon), true)
+        let logged = try BackgroundWakeTests.logged(daemon, app.app, from: "didFinishLaunching")
+        #expect(logged == ["didFinishLaunching background", "didReceiveNotification background", "suspended background"], "\(logged)")
+        #expect(try Wakes.listWork(daemon, app.app)["wakes"]?.arrayValue?.isEmpty == true)
+    }
+
     @Test("a notification whose Notify reply came just before a kill -9 of scened is delivered exactly once (the app's reattach, and the event log), also one still stored at the kill",
           .timeLimit(.minutes(3)))
     func exactlyOnceAcrossAKill() throws {
