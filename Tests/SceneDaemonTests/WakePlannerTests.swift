@@ -12,7 +12,7 @@ struct WakePlannerTests {
     static func suspendedApps(_ count: Int, due: Timestamp = t0) throws -> LifecycleEngine {
         var engine = LifecycleEngine(clock: t0)
         for i in 0..<count {
-            let app = AppID("app\(i)")!
+            let app = AppID("org.example.app\(i)")!
             _ = try engine.run(.launch(app), now: t0)
             _ = try engine.run(.suspend(app, cause: .timer), now: t0)
             _ = try engine.run(.scheduleTask(ScheduledTask(app: app, identifier: "refresh", kind: .refresh,
@@ -47,7 +47,7 @@ struct WakePlannerTests {
     @Test("one wake takes the app's tasks due within the window; the next check is the one after")
     func coalescing() throws {
         var engine = try Self.suspendedApps(1)
-        let app = AppID("app0")!
+        let app = AppID("org.example.app0")!
         for (id, delay) in [("soon", 10), ("later", 120)] {
             _ = try engine.run(.scheduleTask(ScheduledTask(app: app, identifier: id, kind: .refresh,
                                                               earliestBegin: Self.t0 + .seconds(Int64(delay)), submittedAt: Self.t0)),
@@ -71,7 +71,7 @@ struct WakePlannerTests {
     @Test("critical pressure and sleep wake nothing; warning holds processing and normal notifications")
     func pressureAndSleep() throws {
         var engine = try Self.suspendedApps(2)
-        let a = AppID("app0")!, b = AppID("app1")!
+        let a = AppID("org.example.app0")!, b = AppID("org.example.app1")!
         _ = try engine.run(.scheduleTask(ScheduledTask(app: a, identifier: "index", kind: .processing,
                                                           earliestBegin: Self.t0, submittedAt: Self.t0)), now: Self.t0)
         _ = try engine.run(.cancelTask(b, identifier: "refresh"), now: Self.t0)
@@ -90,7 +90,7 @@ struct WakePlannerTests {
     @Test("a processing task under way is cut short when pressure rises")
     func processingCut() throws {
         var engine = try Self.suspendedApps(1)
-        let app = AppID("app0")!
+        let app = AppID("org.example.app0")!
         _ = try engine.run(.cancelTask(app, identifier: "refresh"), now: Self.t0)
         _ = try engine.run(.scheduleTask(ScheduledTask(app: app, identifier: "index", kind: .processing,
                                                           earliestBegin: Self.t0, submittedAt: Self.t0)), now: Self.t0)
@@ -106,7 +106,7 @@ struct WakePlannerTests {
     @Test("a not-running app is started first when scened can start it, and counted meanwhile")
     func launches() throws {
         var engine = LifecycleEngine(clock: Self.t0)
-        let started = AppID("started")!, attachedOnly = AppID("attached")!
+        let started = AppID("org.example.started")!, attachedOnly = AppID("org.example.attached")!
         for app in [started, attachedOnly] {
             _ = try engine.run(.scheduleTask(ScheduledTask(app: app, identifier: "r", kind: .refresh,
                                                               earliestBegin: Self.t0, submittedAt: Self.t0)), now: Self.t0)
@@ -134,7 +134,7 @@ struct WakePlannerTests {
         for request in planner.plan(engine, Self.view(), Self.limits).wakes {
             _ = try engine.run(.wake(request), now: Self.t0)
         }
-        let front = AppID("front")!
+        let front = AppID("org.example.front")!
         _ = try engine.run(.connect(ConnectRequest(app: front)), now: Self.t0)
         _ = try engine.run(.queueNotification(app: front, payload: "{}", priority: .normal), now: Self.t0)
         let plan = planner.plan(engine, Self.view(), Self.limits)
