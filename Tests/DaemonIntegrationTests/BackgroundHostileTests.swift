@@ -44,6 +44,7 @@ struct BackgroundHostileTests {
         try StopSupport.waitFor("completed") {
             try rig.daemon.call("ListBackgroundWork", ["app": .string(app.app)])["wakes"]?.arrayValue?.isEmpty == true
         }
+        try Wakes.assertConformant(rig.daemon, "a task due during sleep")
         print("sleep: the task due while asleep ran \(Format.fixed(delay * 1000, 0)) ms after the resume")
     }
 
@@ -139,6 +140,7 @@ struct BackgroundHostileTests {
         #expect(log.last?.event == "terminated" && log.last?.object["reason"]?.stringValue == "exited",
                 "\(log.suffix(3).map { "\($0.event) \($0.object["reason"]?.stringValue ?? "")" })")
         try daemon.assertServing("after an app left in the middle of a wake")
+        try Wakes.assertConformant(daemon, "an app gone mid-wake")
     }
 
     @Test("hostile: an app whose process dies before attaching, with a notification waiting: started a bounded number of times, scened idle and serving, and another app's wake not held up (MaxConcurrentWakes=1)",

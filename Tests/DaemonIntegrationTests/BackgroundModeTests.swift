@@ -54,6 +54,7 @@ struct BackgroundModeTests {
         #expect(after < 5, "frozen \(after) s after EndBackgroundActivity")
         #expect(try StartedAppTests.app(daemon, app.app)["activeModes"]?.arrayValue?.isEmpty == true)
         #expect(try app.pid(daemon) == pid)
+        try Wakes.assertConformant(daemon, "an audio activity")
         print("audio activity: \(samples) samples over 4.5 s, none frozen; frozen \(Format.fixed(after * 1000, 0)) ms after EndBackgroundActivity")
     }
 }

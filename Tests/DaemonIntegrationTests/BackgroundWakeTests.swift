@@ -76,6 +76,7 @@ struct BackgroundWakeTests {
         #expect(entries.count == 1, "one backgroundWake entry: \(entries)")
         #expect(entries.first.map(JournalCapture.message)?.contains("feed") == true, "it names the task: \(entries)")
         #expect(entries.first?.contains("SCENED_WAKE=refresh:feed") == true, "\(entries)")
+        try Wakes.assertConformant(daemon, "a refresh wake")
     }
 
     @Test("a task that is never completed: backgroundTaskWillExpire at its deadline, then after the grace the app is suspended and frozen, not killed",
@@ -117,6 +118,7 @@ struct BackgroundWakeTests {
         #expect(app.events("terminated").isEmpty)
         #expect(try StartedAppTests.app(daemon, app.app)["process"]?.stringValue == "suspended")
         #expect(try Wakes.listWork(daemon, app.app)["wakes"]?.arrayValue?.isEmpty == true, "the item is closed")
+        try Wakes.assertConformant(daemon, "an expired task")
         print("uncompleted task: expiration \(Format.fixed(Double(expiry.time - deadline) / 1e3, 1)) ms after the deadline, "
               + "suspended \(Format.fixed(grace, 2)) s later")
     }
@@ -148,6 +150,7 @@ struct BackgroundWakeTests {
         let done = try Self.logged(daemon, app.app, from: "didFinishLaunching", last: true)
         #expect(done == ["didFinishLaunching background", "performBackgroundTask background", "suspended background"], "\(done)")
         #expect(try Wakes.listWork(daemon, app.app)["tasks"]?.arrayValue?.isEmpty == true)
+        try Wakes.assertConformant(daemon, "an app started for its task")
     }
 
     @Test("a task scheduled, then scened killed -9 and restarted on the same state: the task still runs, once",

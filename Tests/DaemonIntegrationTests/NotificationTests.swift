@@ -54,6 +54,7 @@ struct NotificationTests {
         #expect(story == ["resumed background", "didReceiveNotification background", "suspended background"], "\(story)")
         let left = try Wakes.listWork(daemon, app.app)
         #expect(left["notifications"]?.arrayValue?.isEmpty == true && left["wakes"]?.arrayValue?.isEmpty == true, "\(left)")
+        try Wakes.assertConformant(daemon, "notifications to a running and a frozen app")
         print("Notify to a running app: didReceiveNotification \(Format.fixed(latency * 1000, 1)) ms after the call")
     }
 
@@ -182,6 +183,7 @@ struct NotificationTests {
         _ = try Self.notify(daemon, app.app, ["after": "budget"])
         try app.waitEvents("didReceiveNotification", count: 9, seconds: 10)
         try daemon.assertServing("after unanswered notifications")
+        try Wakes.assertConformant(daemon, "unanswered notifications")
     }
 
     @Test("Notify from a user outside NotifyGroup= is PermissionDenied; a member of the group is accepted",

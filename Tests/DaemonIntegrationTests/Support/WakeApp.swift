@@ -181,6 +181,17 @@ enum Wakes {
         return session
     }
 
+    /// Fails unless scened's whole event log so far keeps the lifecycle rules (R34's among
+    /// them), as ConformanceChecker reads them.
+    static func assertConformant(_ daemon: DaemonProcess, _ context: String) throws {
+        let monitor = try EventMonitor(daemon, parameters: ["since": 0], consecutive: false)
+        defer { monitor.close() }
+        var count = 0
+        while try monitor.next(timeout: 0.5) != nil { count += 1 }
+        guard count > 0 else { throw TestFailure("\(context): an empty event log") }
+        try monitor.assertConformant(context)
+    }
+
     /// VmRSS of a process in KiB.
     static func rssKiB(_ pid: Int32) -> Int {
         let line = readTextFile("/proc/\(pid)/status").split(separator: "\n").first { $0.hasPrefix("VmRSS:") }

@@ -97,9 +97,10 @@ enum WakeAppScript {
             for line in lines:
                 cmd = json.loads(line)
                 if cmd.get("close"):
+                    # Said first: scened may kill the process as soon as the connection closes.
+                    say(reply_to=cmd["id"], reply={"parameters": {"closing": True}})
                     a.s.close()
                     closed = True
-                    say(reply_to=cmd["id"], reply={"parameters": {"closed": True}})
                     continue
                 say(reply_to=cmd["id"], reply=c.call("io.scened.App." + cmd["method"], cmd.get("parameters", {})))
         if closed or (a.s not in ready and not later):
