@@ -58,6 +58,35 @@ struct NotificationTests {
         print("Notify to a running app: didReceiveNotification \(Format.fixed(latency * 1000, 1)) ms after the call")
     }
 
+    @Test("scene-notes, frozen, which knows nothing of notifications: thawed for one, frozen again when its budget ends, the same process",
+          .timeLimit(.minutes(3)))
+    func sceneNotesThawedForANotification() throws {
+        let workspace = try Workspace(configuration: Wakes.configuration(background: "NotificationBudgetSec=2s"))
+        let app = "org.example.notes"
+        try StartedAppTests.appFile(workspace, app, "[Launch]\nExecStart=\(try StartedAppTests.notes(workspace, app))")
+        let daemon = try DaemonProcess(workspace)
+        defer { if daemon.child.isRunning { try? daemon.stop() } }
+        let session = try #require(try daemon.call("Connect", ["app": .string(app)])["session"]?["id"]?.stringValue)
+        let pid = try #require(try StartedAppTests.app(daemon, app)["startedPid"]?.intValue.map(Int32.init))
+        let cgroup = try #require(StartedAppTests.cgroupDirectory(pid), "a cgroup of its own (the tests run as root)")
+        try daemon.call("Background", ["session": .string(session)])
+        try WakeApp.waitFrozen(cgroup, true)
+
+        let id = try Self.notify(daemon, app, ["note": "remember the milk"])
+        try WakeApp.waitFrozen(cgroup, false, seconds: 10)
+        let thawed = monotonicSeconds()
+        try WakeApp.waitFrozen(cgroup, true, seconds: 15)
+        let awake = monotonicSeconds() - thawed
+        #expect(awake > 1.2 && awake < 5, "thawed for its budget (2 s), not answered: \(awake) s")
+        let logged = try StopSupport.events(daemon, since: 0).filter { $0.app == app }.drop { $0.event != "resumed" }
+        #expect(logged.map { "\($0.event) \($0.cause)" } == ["resumed background", "didReceiveNotification background", "suspended background"],
+                "\(logged.map(\.description))")
+        #expect(logged.dropFirst().first?.object["notification"]?.stringValue == id)
+        #expect(try StartedAppTests.app(daemon, app)["startedPid"]?.intValue == Int64(pid) && kill(pid, 0) == 0, "still the same process")
+        try Wakes.assertConformant(daemon, "scene-notes and a notification")
+        print("scene-notes: thawed \(Format.fixed(awake * 1000, 0)) ms for a notification it does not answer (budget 2 s)")
+    }
+
     @Test("Notify to a not-running app with ExecStart=: started (didFinishLaunching, cause background), didReceiveNotification, answered, suspended and frozen",
           .timeLimit(.minutes(3)))
     func notRunningAppIsStartedForANotification() throws {
