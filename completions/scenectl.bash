@@ -26,7 +26,7 @@ _scenectl() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
     local -a __scenectl_socket=()
     local global_flags='-h --help --version -v --verbose -q --quiet -j --json --json= --legend= --no-legend --no-pager --socket'
-    local verbs='status reload monitor top logs pressure simulate export-trace list show connect activate deactivate
+    local verbs='status reload monitor top logs pressure simulate export-trace metrics list show connect activate deactivate
         background disconnect discard save-state set-user-info set-footprint set-protected apps show-app
         launch terminate memory-warning set-app-footprint tasks task interrupt end-interruption help'
 
@@ -114,6 +114,7 @@ _scenectl() {
         --role) __scenectl_reply 'windowApplication windowExternalDisplayNonInteractive carTemplateApplication
             volumetricApplication immersiveSpaceApplication'; return ;;
         --policy) __scenectl_reply 'ours lru largest chrome lmkd opt'; return ;;
+        --format) __scenectl_reply 'openmetrics prometheus'; return ;;
         --generate | --scenarios) __scenectl_reply 'mix pingpong size spikes acks'; return ;;
         --size) __scenectl_reply 'fixture full'; return ;;
         --order | -o) __scenectl_reply 'footprint state name activity'; return ;;
@@ -132,10 +133,11 @@ _scenectl() {
             logs) own='--app -n --lines -f --follow --journal-directory' ;;
             'pressure set') own='--for' ;;
             'pressure plan') own='--level -n --limit' ;;
-            'pressure chart') own='--svg --since' ;;
-            simulate) own='--policy --budget --svg --generate --seed --size --out --sweep --scenarios --seeds
+            'pressure chart') own='--svg --since --all' ;;
+            simulate) own='--policy --budget --svg --all --generate --seed --size --out --sweep --scenarios --seeds
                 --budgets --decision-bench --sessions --log --aging --settle --actions' ;;
             export-trace) own='--since -o --output' ;;
+            metrics) own='--format' ;;
             list) own='--app --state --condition' ;;
             show) own='-n --lines --journal-directory' ;;
             connect) own='--role --configuration --footprint --background --user-info --protected --restore-cost' ;;

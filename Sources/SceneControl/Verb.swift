@@ -48,6 +48,7 @@ public struct Verb: Sendable {
     /// Every verb, in help order.
     public static let all: [Verb] = [
         .status, .reload, .monitor, .top, .logs, .pressure, .pressureSet, .pressureClear, .pressurePlan, .pressureChart, .simulate, .exportTrace,
+        .metrics,
         .list, .show, .connect, .activate, .deactivate, .background, .disconnect, .discard,
         .saveState, .setUserInfo, .setFootprint, .setProtected,
         .apps, .showApp, .launch, .terminate, .memoryWarning, .setAppFootprint,

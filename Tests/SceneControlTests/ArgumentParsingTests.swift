@@ -39,6 +39,7 @@ import Varlink
         ("pressure chart", ["pressure", "chart", "--svg", "out.svg", "--since", "12"]),
         ("simulate", ["simulate", "t.jsonl", "--policy", "ours,lru", "--budget", "50%"]),
         ("export-trace", ["export-trace", "--since", "12", "-o", "t.jsonl"]),
+        ("metrics", ["metrics", "--format", "prometheus"]),
         ("interrupt", ["interrupt", "--reason", "incoming call", "--", "sleep", "1"]),
         ("end-interruption", ["end-interruption", "i3"]),
     ]

@@ -50,6 +50,7 @@ import Varlink
         (["pressure", "plan", "--level", "critical", "-n", "5"], "GetReclaimPlan", ["level": "critical", "limit": 5], false),
         (["export-trace"], "ExportTrace", [:], true),
         (["export-trace", "--since", "7"], "ExportTrace", ["since": 7], true),
+        (["metrics"], "GetMetrics", [:], false),
         (["monitor"], "Monitor", [:], true),
         (["monitor", "--app", "com.example.mail", "--session", "s2", "--since", "100"], "Monitor",
          ["app": "com.example.mail", "session": "s2", "since": 100], true),
