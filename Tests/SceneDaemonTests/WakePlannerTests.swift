@@ -150,6 +150,21 @@ struct WakePlannerTests {
         #expect(retry.launches == [broken], "retried after the launch timeout")
     }
 
+    @Test("a task submitted again while it is handled waits for that item to close")
+    func resubmittedWhileHandled() throws {
+        var engine = try Self.suspendedApps(1)
+        let app = AppID("org.example.app0")!
+        var planner = WakePlanner()
+        for request in planner.plan(engine, Self.view(), Self.limits).wakes { try engine.run(.wake(request), now: Self.t0) }
+        try engine.run(.scheduleTask(ScheduledTask(app: app, identifier: "refresh", kind: .refresh, earliestBegin: Self.t0,
+                                                   submittedAt: Self.t0)), now: Self.t0)
+        #expect(planner.plan(engine, Self.view(), Self.limits).wakes.isEmpty, "the open item is not handed over again")
+        try engine.run(.endWake(app, .task("refresh"), success: true), now: Self.t0)
+        let again = planner.plan(engine, Self.view(), Self.limits)
+        #expect(again.wakes == [WakeRequest(app: app, tasks: ["refresh"])])
+        for request in again.wakes { try engine.run(.wake(request), now: Self.t0) }
+    }
+
     @Test("an app with a scene in the foreground is handed a notification whatever the cap")
     func foregroundNotCounted() throws {
         var engine = try Self.suspendedApps(4)

@@ -120,6 +120,9 @@ struct WakePlanner {
         var soon: [ScheduledTask] = []
         var dueApps: Set<AppID> = []
         for task in engine.schedules.values where normal || task.kind != .processing {
+            // Submitted again while the same identifier is still handled: it waits for that
+            // item to close (the engine refuses a wake naming it).
+            if engine.apps[task.app]?.wakes.contains(where: { $0.subject == .task(task.identifier) }) == true { continue }
             if task.earliestBegin <= horizon {
                 soon.append(task)
                 if task.earliestBegin <= view.now { dueApps.insert(task.app) }

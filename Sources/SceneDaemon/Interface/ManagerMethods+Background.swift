@@ -67,7 +67,7 @@ extension MethodDispatcher {
         w.field("maxConcurrentWakes", UInt64(background.limits.maxConcurrentWakes))
         w.field("scheduledTasks", UInt64(engine.schedules.count))
         w.field("pendingNotifications", UInt64(engine.notifications.count))
-        if let next = engine.schedules.values.map(\.earliestBegin).min() { w.field("nextDue", next) }
+        if let next = engine.nextScheduleDue { w.field("nextDue", next) }
         w.endObject()
     }
 }
