@@ -48,6 +48,47 @@ struct BackgroundHostileTests {
         print("sleep: the task due while asleep ran \(Format.fixed(delay * 1000, 0)) ms after the resume")
     }
 
+    @Test("memory pressure: a processing task under way is cut short at warning; another waits for normal pressure while a refresh task still runs",
+          .timeLimit(.minutes(3)))
+    func processingWaitsForNormalPressure() throws {
+        let workspace = try Workspace(configuration: Wakes.configuration())
+        let app = try WakeApp(workspace, app: "com.example.indexer", flags: ["hold=index"])
+        let daemon = try DaemonProcess(workspace)
+        defer { if daemon.child.isRunning { try? daemon.stop() } }
+        let session = try Wakes.foreground(daemon, app)
+        let cgroup = try app.cgroup(daemon)
+        let now = Wakes.wallMicroseconds()
+        for (identifier, kind, delay) in [("index", "processing", 1_500_000), ("late", "processing", 6_000_000), ("feed", "refresh", 6_000_000)] {
+            try app.call("ScheduleBackgroundTask", ["identifier": .string(identifier), "kind": .string(kind), "earliestBegin": .int(now + Int64(delay))])
+        }
+        try daemon.call("Background", ["session": .string(session)])
+
+        let index = try #require(try app.waitEvents("performBackgroundTask").first)
+        #expect(index.object["identifier"]?.stringValue == "index")
+        let raised = monotonicSeconds()
+        try daemon.call("SetPressure", ["level": "warning"])
+        let expiry = try #require(try app.waitEvents("backgroundTaskWillExpire", seconds: 10).first)
+        let cut = monotonicSeconds() - raised
+        #expect(expiry.object["identifier"]?.stringValue == "index" && cut < 3, "cut short \(cut) s after the warning: \(expiry.object)")
+        #expect(expiry.time < (index.object["deadline"]?.intValue ?? 0) - 100_000_000, "long before its 180 s budget ends")
+
+        // At warning: the refresh task falls due and runs; the processing one waits.
+        let feed = try app.waitEvents("performBackgroundTask", count: 2, seconds: 15).last
+        #expect(feed?.object["identifier"]?.stringValue == "feed", "\(String(describing: feed))")
+        try WakeApp.waitFrozen(cgroup, true)
+        while Wakes.wallMicroseconds() < now + 8_000_000 { sleepMilliseconds(100) }
+        let waiting = try Wakes.listWork(daemon, app.app)["tasks"]?.arrayValue?.compactMap { $0["identifier"]?.stringValue }
+        #expect(waiting == ["late"], "the processing task waits at warning: \(String(describing: waiting))")
+        #expect(app.events("performBackgroundTask").count == 2)
+
+        try daemon.call("SetPressure", ["level": "normal"])
+        let late = try app.waitEvents("performBackgroundTask", count: 3, seconds: 10).last
+        #expect(late?.object["identifier"]?.stringValue == "late" && late?.object["kind"]?.stringValue == "processing")
+        try WakeApp.waitFrozen(cgroup, true)
+        try Wakes.assertConformant(daemon, "background work under pressure")
+        print("pressure: the processing task cut short \(Format.fixed(cut * 1000, 0)) ms after the warning")
+    }
+
     @Test("10,000 ScheduleBackgroundTask and CancelBackgroundTask calls from one client (replacements, cancels, too many): all answered, at most MaxScheduledTasks kept, CPU and RSS bounded",
           .timeLimit(.minutes(5)))
     func schedulingFlood() throws {

@@ -10,7 +10,7 @@
 /// It answers as an app should: didEnterBackground at once; willTerminate, then Detach and
 /// exit; performBackgroundTask with CompleteBackgroundTask and didReceiveNotification with
 /// Acknowledge, `delay` seconds later (argv: delay=S), unless told not to (argv: no-complete,
-/// no-ack). When its Attach call ends without a willTerminate (scened killed) it attaches
+/// hold=IDENTIFIER for one task, no-ack). When its Attach call ends without a willTerminate (scened killed) it attaches
 /// again with `since`, for a minute.
 enum WakeAppScript {
     static let text = #"""
@@ -126,7 +126,7 @@ enum WakeAppScript {
                 say(reply_to="ack", reply=c.call("io.scened.App.Acknowledge", {"seq": e["seq"]}))
                 say(reply_to="detach", reply=c.call("io.scened.App.Detach", {}))
                 sys.exit(0)
-            elif name == "performBackgroundTask" and "no-complete" not in flags:
+            elif name == "performBackgroundTask" and "no-complete" not in flags and "hold=" + e["identifier"] not in flags:
                 due.append((time.monotonic() + delay, "CompleteBackgroundTask",
                             {"identifier": e["identifier"], "success": True}))
             elif name == "didReceiveNotification" and "no-ack" not in flags:
