@@ -123,6 +123,37 @@ struct BackgroundWakeTests {
               + "suspended \(Format.fixed(grace, 2)) s later")
     }
 
+    @Test("a task submitted again while the app handles it: handed over again once the first is completed, then the app is frozen",
+          .timeLimit(.minutes(3)))
+    func resubmittedWhileHandled() throws {
+        let workspace = try Workspace(configuration: Wakes.configuration())
+        let app = try WakeApp(workspace, app: "com.example.again", flags: ["delay=1.5"])
+        let daemon = try DaemonProcess(workspace)
+        defer { if daemon.child.isRunning { try? daemon.stop() } }
+        let session = try Wakes.foreground(daemon, app)
+        let cgroup = try app.cgroup(daemon)
+        try app.call("ScheduleBackgroundTask", ["identifier": "feed", "kind": "refresh",
+                                                "earliestBegin": .int(Wakes.wallMicroseconds() + 1_500_000)])
+        try daemon.call("Background", ["session": .string(session)])
+        try app.waitEvents("performBackgroundTask")
+        // While it is handled: the same identifier again, due now.
+        try app.call("ScheduleBackgroundTask", ["identifier": "feed", "kind": "refresh"])
+        let both = try app.waitEvents("performBackgroundTask", count: 2, seconds: 10)
+        let firstDone = try #require(app.records.first { $0["reply_to"]?.stringValue == "CompleteBackgroundTask" })
+        #expect(firstDone["reply"]?["error"] == nil, "the first completed: \(firstDone)")
+        #expect(both.last!.time >= Int64((firstDone["t"]?.doubleValue ?? 0) * 1e6) - 50_000,
+                "handed over again only after the first was completed")
+        try WakeApp.waitFrozen(cgroup, true)
+        // The first completion suspends the app (the engine counts no scheduled task as work
+        // left) and the next plan resumes it for the second: both shapes are right here.
+        let logged = try Self.logged(daemon, app.app, from: "resumed")
+        #expect(logged.filter { $0.hasPrefix("performBackgroundTask") }.count == 2 && logged.last == "suspended background"
+                && logged.allSatisfy { $0.hasSuffix(" background") }, "\(logged)")
+        print("a task submitted again while handled: \(logged.joined(separator: ", "))")
+        #expect(try Wakes.listWork(daemon, app.app)["tasks"]?.arrayValue?.isEmpty == true)
+        try Wakes.assertConformant(daemon, "a task submitted again while handled")
+    }
+
     @Test("a not-running app with ExecStart= and a task falling due: started, didFinishLaunching (cause background), performBackgroundTask, suspended after completing",
           .timeLimit(.minutes(3)))
     func notRunningAppIsStartedForItsTask() throws {
