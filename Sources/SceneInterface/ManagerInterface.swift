@@ -6,7 +6,9 @@ public enum ManagerInterface {
     public static let name = "io.scened.Manager"
 
     public static let text = typesText + """
-# Launches an app (didFinishLaunching, then any pending didDiscardSceneSessions).
+# Launches an app (didFinishLaunching, then any pending didDiscardSceneSessions). An app
+# scened starts itself (ExecStart=) is launched when its process attaches: the call waits for
+# that, and its reply then carries no events (Attach and Monitor have them).
 method Launch(app: string) -> (events: []Event)
 
 # Terminates an app: willTerminate if it is running and not suspended; its scenes go away with

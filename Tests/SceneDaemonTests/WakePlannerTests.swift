@@ -127,6 +127,29 @@ struct WakePlannerTests {
         #expect(gaveUp.launches.isEmpty)
     }
 
+    @Test("a start for a wake that failed frees its slot and is not tried again before the launch timeout")
+    func failedStart() throws {
+        var engine = LifecycleEngine(clock: Self.t0)
+        let broken = AppID("org.example.broken")!, good = AppID("org.example.good")!
+        _ = try engine.run(.queueNotification(app: broken, payload: "{}", priority: .normal), now: Self.t0)
+        _ = try engine.run(.launch(good), now: Self.t0)
+        _ = try engine.run(.suspend(good, cause: .timer), now: Self.t0)
+        _ = try engine.run(.queueNotification(app: good, payload: "{}", priority: .normal), now: Self.t0 + .seconds(1))
+        var planner = WakePlanner()
+        let one = WakePlanner.Limits(maxConcurrentWakes: 1, coalesce: .seconds(30))
+        let first = planner.plan(engine, Self.view(startable: [broken]), one)
+        #expect(first.launches == [broken] && first.wakes.isEmpty, "the earlier notification's app is started first")
+        var failed = Self.view(Self.t0 + .seconds(1), startable: [broken])
+        failed.failedStarts = [broken]
+        let second = planner.plan(engine, failed, one)
+        #expect(second.wakes.map(\.app) == [good], "the slot is free for the good app")
+        #expect(second.launches.isEmpty, "the broken app is not started again at once")
+        #expect(!planner.startedForWake(broken) && planner.awake(engine) == 0)
+        #expect(second.nextCheck == Self.t0 + .seconds(61), "looked at again when it may be retried")
+        let retry = planner.plan(engine, Self.view(Self.t0 + .seconds(61), startable: [broken]), one)
+        #expect(retry.launches == [broken], "retried after the launch timeout")
+    }
+
     @Test("a task submitted again while it is handled waits for that item to close")
     func resubmittedWhileHandled() throws {
         var engine = try Self.suspendedApps(1)
