@@ -51,10 +51,17 @@ final class Ballast {
 
 @MainActor
 final class NotesAppDelegate: ApplicationDelegate {
-    /// How long after one background refresh the next is asked for (--refresh-sec).
-    let refreshInterval: TimeInterval
+    /// How long after one background refresh the next is asked for (--refresh-sec); nil: none
+    /// is asked for (one scheduled from outside still runs).
+    let refreshInterval: TimeInterval?
+    /// How long handling a notification takes (--notification-delay-sec): an app too slow to
+    /// answer within its budget.
+    let notificationDelay: TimeInterval
 
-    init(refreshInterval: TimeInterval) { self.refreshInterval = refreshInterval }
+    init(refreshInterval: TimeInterval?, notificationDelay: TimeInterval) {
+        self.refreshInterval = refreshInterval
+        self.notificationDelay = notificationDelay
+    }
 
     func application(_ application: SceneApplication, didFinishLaunchingWithOptions launchOptions: LaunchOptions?) async -> Bool {
         say("application(_:didFinishLaunchingWithOptions:) cause=\(launchOptions?.cause ?? "-")")
@@ -62,7 +69,7 @@ final class NotesAppDelegate: ApplicationDelegate {
         application.taskScheduler.register(forTaskWithIdentifier: Self.refreshTask) { [unowned self, unowned application] task in
             await refresh(application, task)
         }
-        await scheduleRefresh(application)
+        if refreshInterval != nil { await scheduleRefresh(application) }
         // Like UIKit bringing back the scenes of the last run: reconnect an archived session
         // (its saved state comes back in willConnectTo), else ask for a first scene.
         do {
@@ -109,6 +116,7 @@ final class NotesAppDelegate: ApplicationDelegate {
 
     /// The next refresh, refreshInterval from now (submitting again replaces the one waiting).
     func scheduleRefresh(_ application: SceneApplication) async {
+        guard let refreshInterval else { return }
         do {
             let request = AppRefreshTaskRequest(identifier: Self.refreshTask,
                                                 earliestBeginDate: Date().addingTimeInterval(refreshInterval))
@@ -144,6 +152,10 @@ final class NotesAppDelegate: ApplicationDelegate {
     func application(_ application: SceneApplication, didReceiveNotification notification: RemoteNotification) async {
         let text = notification.payload["text"]?.stringValue ?? JSONValue.object(notification.payload).serializedString()
         say("didReceiveNotification \(notification.identifier): \(text)")
+        if notificationDelay > 0 {
+            say("handling it takes \(notificationDelay)s")
+            try? await Task.sleep(for: .seconds(notificationDelay))
+        }
         for scene in application.connectedScenes {
             guard let notes = scene.delegate as? NotesSceneDelegate else { continue }
             notes.state.note = text
@@ -236,7 +248,7 @@ func saveAndDetach(_ application: SceneApplication) async {
 
 /// Runs the app until scened terminates it (or SIGINT/SIGTERM: save and detach).
 @MainActor
-func runApp(app: String, socket: String?, holdMiB: Int, refreshInterval: TimeInterval) async -> Int32 {
+func runApp(app: String, socket: String?, holdMiB: Int, delegate: NotesAppDelegate) async -> Int32 {
     let application = SceneApplication(app: app, options: .init(socketPath: socket, log: { say("scene-client: \($0)") }))
     signal(SIGINT, SIG_IGN)
     signal(SIGTERM, SIG_IGN)
@@ -254,7 +266,6 @@ func runApp(app: String, socket: String?, holdMiB: Int, refreshInterval: TimeInt
     }
     say("attaching as \(app) on \(application.socketPath)")
     do {
-        let delegate = NotesAppDelegate(refreshInterval: refreshInterval)
         let ending = try await application.run(delegate: delegate) { _ in NotesSceneDelegate(holdMiB: holdMiB) }
         say("ended: \(ending)")
         return 0
