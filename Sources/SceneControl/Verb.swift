@@ -52,7 +52,7 @@ public struct Verb: Sendable {
         .list, .show, .connect, .activate, .deactivate, .background, .disconnect, .discard,
         .saveState, .setUserInfo, .setFootprint, .setProtected,
         .apps, .showApp, .launch, .terminate, .memoryWarning, .setAppFootprint,
-        .tasks, .taskBegin, .taskEnd,
+        .tasks, .taskBegin, .taskEnd, .notify, .schedule, .cancelTask,
         .interrupt, .endInterruption,
     ]
 

@@ -63,7 +63,10 @@ struct NotificationTests {
     func sceneNotesThawedForANotification() throws {
         let workspace = try Workspace(configuration: Wakes.configuration(background: "NotificationBudgetSec=2s"))
         let app = "org.example.notes"
-        try StartedAppTests.appFile(workspace, app, "[Launch]\nExecStart=\(try StartedAppTests.notes(workspace, app))")
+        // scene-notes answers notifications (SceneClient acknowledges when its handler returns):
+        // its handling is made to outlast the budget, as an app that does not answer.
+        try StartedAppTests.appFile(workspace, app,
+                                    "[Launch]\nExecStart=\(try StartedAppTests.notes(workspace, app)) --notification-delay-sec 30")
         let daemon = try DaemonProcess(workspace)
         defer { if daemon.child.isRunning { try? daemon.stop() } }
         let session = try #require(try daemon.call("Connect", ["app": .string(app)])["session"]?["id"]?.stringValue)
