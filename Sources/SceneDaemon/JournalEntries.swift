@@ -109,10 +109,18 @@ enum JournalEntries {
     private static func continues(first: LifecycleEvent, previous: LifecycleEvent, with e: LifecycleEvent) -> Bool {
         guard first.app == e.app, first.cause.name == e.cause.name else { return false }
         if isLaunchDiscard(e, after: previous) { return true }
+        if isWakeStep(previous.name, e.name) { return true }
         let key = groupKey(e)
         guard key == groupKey(first) else { return false }
         if key != 0 { return isSceneChain(previous.name, e.name) }
         return previous.name == .willTerminate && e.name == .terminated
+    }
+
+    /// A wake (R34): the resumption of a suspended app and each item handed over are one
+    /// change, logged as one entry naming every reason.
+    private static func isWakeStep(_ a: EventName, _ b: EventName) -> Bool {
+        let handedOver: Set<EventName> = [.performBackgroundTask, .didReceiveNotification]
+        return handedOver.contains(b) && (a == .resumed || handedOver.contains(a))
     }
 
     /// The steps the engine takes within one command on one session: connect (new or again),

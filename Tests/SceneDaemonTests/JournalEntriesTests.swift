@@ -240,6 +240,25 @@ struct JournalEntriesTests {
         #expect(e.first?.message.hasSuffix("(upload) of com.example.mail is expiring.") == true)
     }
 
+    @Test("one entry per wake, naming each task and notification handed over (R34)")
+    func wakeEntry() throws {
+        var d = Driver()
+        try d.run(.launch(notes))
+        try d.run(.suspend(notes, cause: .timer))
+        try d.run(.scheduleTask(ScheduledTask(app: notes, identifier: "feed", kind: .refresh, earliestBegin: d.now,
+                                              submittedAt: d.now)))
+        var effects: [Effect] = []
+        guard case .notification(let n) = try d.engine.handle(
+            .queueNotification(app: notes, payload: "{}", priority: .normal), now: d.now, effects: &effects) else {
+            throw TestFailure("no notification id")
+        }
+        let e = entries(try d.run(.wake(WakeRequest(app: notes, tasks: ["feed"], notifications: [n]))))
+        #expect(e.map(\.messageID) == [MessageID.backgroundWake])
+        #expect(e.first?.message == "App com.example.notes woken for background work (thawed): refresh task feed, notification \(n).")
+        #expect(e.first?.values("SCENED_WAKE") == ["refresh:feed", "notification:\(n)"])
+        #expect(e.first?.values("SCENED_EVENTS") == ["resumed performBackgroundTask didReceiveNotification"])
+    }
+
     @Test("MESSAGE_IDs: 32 lowercase hex digits, distinct, each explained in systemd/scened.catalog")
     func messageIDs() throws {
         let declared = try declaredMessageIDs()
