@@ -1,0 +1,172 @@
+import Glibc
+import ProcessKit
+import Varlink
+
+// Part 1 of `scened-bench wake`: Notify to a suspended, frozen app → its notification handler
+// running, against the kernel's own floor for the same step (WakeFigures.swift prints both).
+
+/// The samples of part 1, seconds.
+struct NotifySamples {
+    /// Notify written → the probe's handler running (its own clock).
+    var handler: [Double] = []
+    /// Notify written → the didReceiveNotification event made (the daemon's event time).
+    var made: [Double] = []
+    /// Notify written → its reply read.
+    var replied: [Double] = []
+    /// The handler running → cgroup.events `frozen 1` again (Acknowledge, suspend, freeze).
+    var refrozen: [Double] = []
+    /// cgroup.freeze=0 written → the floor process's answer (its own clock), and → the bench's
+    /// read of it.
+    var floor: [Double] = []
+    var floorSeen: [Double] = []
+    var cgroup = ""
+    var floorCgroup = ""
+}
+
+final class NotifyBench {
+    static let app = "org.example.wake-probe"
+    let rounds: Int
+    let directory: String
+    let daemon: BenchDaemon
+    private var offset = 0.0
+
+    init(rounds: Int, directory: String) {
+        self.rounds = rounds
+        self.directory = directory
+        daemon = BenchDaemon(binary: binary, directory: directory)
+    }
+
+    static let suspendDelay = "100ms"
+
+    /// scened's rounds: Notify to the probe, frozen between rounds.
+    func scenedRounds(_ samples: inout NotifySamples) throws {
+        let fifo = directory + "/probe.fifo"
+        try makeFifo(fifo)
+        let reader = try LineReader(fifo: fifo)
+        mkdir(directory + "/apps.d", 0o755)
+        try writeFile(directory + "/apps.d/\(Self.app).conf", "[Launch]\nExecStart=\(benchBinary) wake-probe \(fifo)\n")
+        offset = wallOffset()
+        try daemon.start(config: config(durability: "normal") + """
+
+            [Lifecycle]
+            SuspendDelaySec=\(Self.suspendDelay)
+            """)
+        defer { daemon.stopWithin(10) }
+        let control = try TimedConnection(socket: daemon.socket)
+        let next = try control.call("GetStatus").reply["status"]?["nextSeq"]?.intValue ?? 0
+        let log = try EventLog(socket: daemon.socket, since: next)
+        let watch = try warmUp(control, reader)
+        samples.cgroup = watch.path
+        for round in 0..<rounds {
+            try notifyRound(round, control, log, reader, watch, &samples)
+        }
+    }
+
+    /// The first Notify starts the probe (scened launches it for the wake); returns the watch
+    /// on its cgroup once it is frozen again.
+    private func warmUp(_ control: TimedConnection, _ reader: LineReader) throws -> FreezeWatch {
+        try control.call("Notify", ["app": .string(Self.app), "payload": ["round": -1]])
+        _ = try reader.next(timeout: 60, "the probe's first notification (started by scened)")
+        let record = try control.call("GetApp", ["app": .string(Self.app)]).reply["app"]
+        guard let pid = record?["startedPid"]?.intValue, let cgroup = cgroupDirectory(of: Int32(pid)),
+              cgroup.hasSuffix("/app-\(Self.app)") else {
+            throw BenchError("\(Self.app) runs in no cgroup of its own: scened cannot freeze it (GetApp: \(record.map { "\($0)" } ?? "none"))")
+        }
+        let watch = try FreezeWatch(cgroup: cgroup)
+        _ = try awaitFrozen(watch, "the probe frozen after its first notification")
+        return watch
+    }
+
+    private func notifyRound(_ round: Int, _ control: TimedConnection, _ log: EventLog, _ reader: LineReader,
+                             _ watch: FreezeWatch, _ samples: inout NotifySamples) throws {
+        let mark = log.events.count
+        let sent = try control.send("Notify", ["app": .string(Self.app), "payload": ["round": .int(Int64(round))]])
+        let (reply, repliedAt) = try control.next(timeout: 30, "Notify")
+        try TimedConnection.check(reply, "Notify")
+        let (line, _) = try reader.next(timeout: 30, "the probe's handler (round \(round))")
+        let fields = line.split(separator: " ")
+        guard fields.count == 2, let ran = Double(fields[0]) else { throw BenchError("the probe wrote \"\(line)\"") }
+        let frozenAt = try awaitFrozen(watch, "the probe frozen again (round \(round))")
+        let event = try log.first(from: mark, "didReceiveNotification") {
+            $0.app == Self.app && $0.name == "didReceiveNotification"
+        }
+        samples.handler.append(ran - sent)
+        samples.replied.append(repliedAt - sent)
+        samples.made.append(Double(event.time) / 1e6 - offset - sent)
+        samples.refrozen.append(frozenAt - ran)
+        // scened finishes its pass (the suspension's commit) before the next round.
+        usleep(5_000)
+    }
+
+    /// When `frozen 1` showed, looking every 200 µs: this wait is not a measured figure, and
+    /// a tighter one would take a CPU from scened and the probe meanwhile.
+    private func awaitFrozen(_ watch: FreezeWatch, _ what: String) throws -> Double {
+        let deadline = now() + 30
+        while watch.frozen() != true {
+            if now() > deadline { throw BenchError("not within 30 s: \(what)") }
+            usleep(200)
+        }
+        return now()
+    }
+
+    /// A process of ours blocked reading a pipe in a scratch cgroup: frozen, a byte written to
+    /// the pipe, then cgroup.freeze=0 → its answer. What any thaw-for-a-message costs at least.
+    func kernelFloor(_ samples: inout NotifySamples) throws {
+        guard let own = Cgroup.own() else { throw BenchError("no cgroup v2 hierarchy for the kernel's floor") }
+        let path = own + "/wake-floor"
+        let cgroup: Cgroup
+        do { cgroup = try Cgroup.create(path) } catch { throw BenchError("scratch cgroup \(path): \(error)") }
+        samples.floorCgroup = path
+        let input = directory + "/floor-in", output = directory + "/floor-out"
+        try makeFifo(input)
+        try makeFifo(output)
+        let answers = try LineReader(fifo: output)
+        // Read and write: opening never waits for the child, and the child's open does not either.
+        let feed = open(input, O_RDWR | O_CLOEXEC)
+        guard feed >= 0 else { throw BenchError("open \(input): \(errnoText())") }
+        let process: SpawnedProcess
+        do {
+            process = try ProcessSpawner.spawn(LaunchSpec(executable: benchBinary, arguments: [benchBinary, "wake-echo", input, output],
+                                                          environment: ["PATH=/usr/bin:/bin"], cgroup: path))
+        } catch {
+            close(feed)
+            throw BenchError("spawn wake-echo: \(error)")
+        }
+        defer { endFloor(cgroup, process, feed) }
+        var byte: UInt8 = 1
+        guard write(feed, &byte, 1) == 1 else { throw BenchError("write \(input): \(errnoText())") }
+        _ = try answers.next(timeout: 10, "wake-echo's first answer")
+        let watch = try FreezeWatch(cgroup: path)
+        for _ in 0..<rounds {
+            usleep(5_000)
+            do { try cgroup.freeze() } catch { throw BenchError("freeze \(path): \(error)") }
+            _ = try awaitFrozen(watch, "wake-echo frozen")
+            guard write(feed, &byte, 1) == 1 else { throw BenchError("write \(input): \(errnoText())") }
+            let t0 = now()
+            do { try cgroup.thaw() } catch { throw BenchError("thaw \(path): \(error)") }
+            let (line, seen) = try answers.next(timeout: 10, "wake-echo's answer")
+            guard let ran = Double(line) else { throw BenchError("wake-echo wrote \"\(line)\"") }
+            samples.floor.append(ran - t0)
+            samples.floorSeen.append(seen - t0)
+        }
+    }
+
+    private func endFloor(_ cgroup: Cgroup, _ process: SpawnedProcess, _ feed: Int32) {
+        close(feed)
+        try? cgroup.kill()
+        try? cgroup.thaw()
+        var pfd = pollfd(fd: process.pidfd, events: Int16(POLLIN), revents: 0)
+        _ = poll(&pfd, 1, 5000)
+        _ = ProcessSpawner.reap(pidfd: process.pidfd)
+        close(process.pidfd)
+        let deadline = now() + 5
+        while rmdir(cgroup.path) != 0 && errno == EBUSY && now() < deadline { usleep(1_000) }
+    }
+}
+
+/// This binary (the probe and the floor process are modes of it).
+let benchBinary: String = {
+    var buffer = [Int8](repeating: 0, count: 4096)
+    let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    return n > 0 ? String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+}()
