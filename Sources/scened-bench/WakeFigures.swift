@@ -20,6 +20,8 @@ struct WakeSettings {
     /// Part 2's tasks of the coalescing case, seconds after T.
     let spread: [Int64] = [0, 4, 9]
     var parts = stringOption("--parts", "1,2")
+    /// scened's default: a Notify's reply then means the notification is on disk.
+    var durability = stringOption("--durability", "full")
 }
 
 func wakeFigures() throws {
@@ -50,7 +52,7 @@ func wakeFigures() throws {
 private func notifyPart(_ settings: WakeSettings) throws {
     let directory = makeDirectory()
     defer { removeTree(directory) }
-    let bench = NotifyBench(rounds: settings.rounds, directory: directory)
+    let bench = NotifyBench(rounds: settings.rounds, directory: directory, durability: settings.durability)
     var s = NotifySamples()
     let p = [0.5, 0.99, 1]
     say("\n-- 1. Notify → the notification handler of a frozen app, \(settings.rounds) rounds (after one that started it), beside the kernel's floor --")
@@ -62,7 +64,7 @@ private func notifyPart(_ settings: WakeSettings) throws {
         say("scened's log, last lines:\n" + logTail(directory))
         throw error
     }
-    say("daemon: private scened, Durability=normal, LogLevel=notice, SuspendDelaySec=\(NotifyBench.suspendDelay), [Background] defaults")
+    say("daemon: private scened, Durability=\(settings.durability), LogLevel=notice, SuspendDelaySec=\(NotifyBench.suspendDelay), [Background] defaults; state directory on \(filesystem(of: directory)); its timer slack \(s.daemonSlack)")
     say("app: \(NotifyBench.app), ExecStart=\(benchBinary) wake-probe FIFO; it writes its CLOCK_MONOTONIC time to the FIFO as it reads didReceiveNotification, then Acknowledges it; each round waits for frozen 1 in \(s.cgroup) and 5 ms before its Notify")
     say(row("Notify written → handler running", spread(s.handler, p)))
     say(row("Notify written → event made (daemon)", spread(s.made, p)))
@@ -74,9 +76,16 @@ private func notifyPart(_ settings: WakeSettings) throws {
     say("  → Notify → handler p99 \(duration(p99)) vs target ≤ 2 × floor p99 + 1 ms = \(duration(target)): \(p99 <= target ? "PASS" : "MISS")")
 }
 
+/// The end of scened's log, without the line per app its closing connections leave.
 private func logTail(_ directory: String) -> String {
     let log = (try? readFile(directory + "/scened.log")) ?? ""
-    return log.split(separator: "\n").suffix(30).joined(separator: "\n")
+    return log.split(separator: "\n").filter { !$0.hasSuffix("0 sessions archived.") }.suffix(30).joined(separator: "\n")
+}
+
+/// A process's timer slack (its timers fire up to this late), from /proc.
+func timerSlack(of pid: Int32) -> String {
+    guard let text = try? readFile("/proc/\(pid)/timerslack_ns"), let ns = Int(text.trimmingSuffixNewline) else { return "?" }
+    return ns >= 1000 ? "\(ns / 1000) µs" : "\(ns) ns"
 }
 
 // MARK: - 2
@@ -87,7 +96,7 @@ private func fleetPart(_ settings: WakeSettings, cap: Int, tasksPerApp: Int) thr
     let n = settings.apps
     raiseOpenFiles(to: 2 * n + 256)
     let daemon = BenchDaemon(binary: binary, directory: directory)
-    try daemon.start(config: config(durability: "normal") + """
+    try daemon.start(config: config(durability: settings.durability) + """
 
         [Lifecycle]
         SuspendDelaySec=100ms
@@ -98,6 +107,7 @@ private func fleetPart(_ settings: WakeSettings, cap: Int, tasksPerApp: Int) thr
         MaxConnectionsPerUser=\(max(1024, 2 * n + 64))
         """)
     defer { daemon.stopWithin(30) }
+    let slack = timerSlack(of: daemon.pid)
     let run: FleetRun
     do { run = try fleetRun(daemon, settings, tasksPerApp: tasksPerApp) } catch {
         say("scened's log, last lines:\n" + logTail(directory))
@@ -105,7 +115,7 @@ private func fleetPart(_ settings: WakeSettings, cap: Int, tasksPerApp: Int) thr
     }
     let offsets = tasksPerApp == 1 ? "T" : settings.spread.prefix(tasksPerApp).map { $0 == 0 ? "T" : "T+\($0) s" }.joined(separator: ", ")
     say("\n-- 2. \(n) attached apps, \(tasksPerApp) refresh task\(tasksPerApp == 1 ? "" : "s") each due at \(offsets); MaxConcurrentWakes=\(cap) --")
-    say("daemon: Durability=normal, SuspendDelaySec=100ms, CoalesceSec= and RefreshBudgetSec= default; apps: this process's connections (attached only: suspended by the engine, not frozen), each completing a task as it reads performBackgroundTask; GetStatus sampled every \(ms(settings.sampleInterval)) meanwhile")
+    say("daemon: Durability=\(settings.durability), SuspendDelaySec=100ms, CoalesceSec= and RefreshBudgetSec= default, timer slack \(slack); apps: this process's connections (attached only: suspended by the engine, not frozen), each completing a task as it reads performBackgroundTask; GetStatus sampled every \(ms(settings.sampleInterval)) meanwhile")
     say("  wakes (resumed, cause background): \(run.wakes), \(ratioText(run.wakes, n)) per app; performBackgroundTask: \(run.handed), \(ratioText(run.handed, run.wakes)) per wake; completed \(run.completed) of \(n * tasksPerApp); backgroundTaskWillExpire \(run.expirations)")
     say("  apps awake at once: peak \(run.peak) from the events (seq order), \(run.sampledPeak) in GetStatus.background.wakingApps (\(run.samples) samples); cap \(cap): \(run.peak <= cap && run.sampledPeak <= cap ? "kept" : "EXCEEDED")")
     say("  from T: first performBackgroundTask read \(ms(run.firstHanded)), last completion answered \(ms(run.lastCompleted)), last app suspended again \(ms(run.lastSuspended)) (event time)")
@@ -152,4 +162,18 @@ private func fleetRun(_ daemon: BenchDaemon, _ settings: WakeSettings, tasksPerA
 
 private func ratioText(_ a: Int, _ b: Int) -> String {
     b > 0 ? "\((Double(a) / Double(b) * 100).rounded() / 100)" : "n/a"
+}
+
+/// The filesystem type `path` is on (/proc/self/mounts, the longest mount point that holds it):
+/// what a commit's fsync costs depends on it.
+func filesystem(of path: String) -> String {
+    var best = (point: "", type: "?")
+    for line in ((try? readFile("/proc/self/mounts")) ?? "").split(separator: "\n") {
+        let fields = line.split(separator: " ")
+        guard fields.count > 2 else { continue }
+        let point = String(fields[1])
+        let inside = path == point || path.hasPrefix(point == "/" ? "/" : point + "/")
+        if inside && point.count > best.point.count { best = (point, String(fields[2])) }
+    }
+    return "\(best.type) (\(best.point))"
 }

@@ -21,6 +21,7 @@ struct NotifySamples {
     var floorSeen: [Double] = []
     var cgroup = ""
     var floorCgroup = ""
+    var daemonSlack = "?"
 }
 
 final class NotifyBench {
@@ -30,8 +31,11 @@ final class NotifyBench {
     let daemon: BenchDaemon
     private var offset = 0.0
 
-    init(rounds: Int, directory: String) {
+    let durability: String
+
+    init(rounds: Int, directory: String, durability: String) {
         self.rounds = rounds
+        self.durability = durability
         self.directory = directory
         daemon = BenchDaemon(binary: binary, directory: directory)
     }
@@ -46,12 +50,13 @@ final class NotifyBench {
         mkdir(directory + "/apps.d", 0o755)
         try writeFile(directory + "/apps.d/\(Self.app).conf", "[Launch]\nExecStart=\(benchBinary) wake-probe \(fifo)\n")
         offset = wallOffset()
-        try daemon.start(config: config(durability: "normal") + """
+        try daemon.start(config: config(durability: durability) + """
 
             [Lifecycle]
             SuspendDelaySec=\(Self.suspendDelay)
             """)
         defer { daemon.stopWithin(10) }
+        samples.daemonSlack = timerSlack(of: daemon.pid)
         let control = try TimedConnection(socket: daemon.socket)
         let next = try control.call("GetStatus").reply["status"]?["nextSeq"]?.intValue ?? 0
         let log = try EventLog(socket: daemon.socket, since: next)
