@@ -20,6 +20,10 @@ public struct AppRecord: Sendable, Equatable {
     /// The background modes the app declares active now (BeginBackgroundActivity); stored,
     /// cleared when its process ends.
     public internal(set) var activeModes: BackgroundModes = []
+    /// The identifiers of its scheduled tasks, sorted, and its pending notifications in id
+    /// order: derived from the engine's tables, kept with them, never stored.
+    public internal(set) var scheduled: [String] = []
+    public internal(set) var pendingNotifications: [NotificationID] = []
 
     /// Since when the app has been running with no foreground scene and no task: the suspension
     /// clock (R21, R24).
@@ -65,6 +69,9 @@ public struct AppRecord: Sendable, Equatable {
         var copy = self
         copy.sessions = []
         copy.tasks = []
+        copy.wakes = []
+        copy.scheduled = []
+        copy.pendingNotifications = []
         return copy
     }
 
@@ -76,6 +83,9 @@ public struct AppRecord: Sendable, Equatable {
 
     public var connectedScenes: Int32 { activeScenes + inactiveScenes + backgroundScenes }
     public var hasForegroundScene: Bool { activeScenes + inactiveScenes > 0 }
+    /// Nothing keeps the process running in the background: no task, no open wake item, no
+    /// declared background mode (R21, R24, R34).
+    public var holdsNoBackgroundWork: Bool { tasks.isEmpty && wakes.isEmpty && activeModes.isEmpty }
 }
 
 /// A background task (`beginBackgroundTask`): keeps its app running in the background until it

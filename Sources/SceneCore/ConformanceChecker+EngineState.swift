@@ -66,6 +66,7 @@ extension ConformanceChecker {
     public static func consistencyViolations(of engine: LifecycleEngine) -> [ConformanceViolation] {
         var found = EngineFindings()
         var listedSessions = 0, listedTasks = 0, foregroundActive = 0, connected = 0
+        var listedSchedules = 0, listedNotifications = 0
         // Walk each app's own lists; then the totals prove that nothing is held outside them.
         for (id, a) in engine.apps {
             if a.id != id { found.flag(id, nil, "stored under \(id) but names itself \(a.id)") }
@@ -74,7 +75,10 @@ extension ConformanceChecker {
             foregroundActive += Int(a.activeScenes)
             connected += Int(a.connectedScenes)
             var due = checkTasks(of: a, id, engine, &found)
+            if let t = checkBackgroundWork(of: a, id, engine, &found) { due = due.map { min($0, t) } ?? t }
             listedTasks += a.tasks.count
+            listedSchedules += a.scheduled.count
+            listedNotifications += a.pendingNotifications.count
             if let t = checkProcess(of: a, id, engine, &found) { due = due.map { min($0, t) } ?? t }
             // Every deadline is queued: the next wake-up is never late.
             if let first = due, engine.nextDeadline.map({ $0 > first }) ?? true {
@@ -90,6 +94,13 @@ extension ConformanceChecker {
             for (token, t) in engine.tasks where engine.apps[t.app]?.tasks.contains(token) != true {
                 found.flag(t.app, t.session, "task \(token) held by the engine but not listed by its app")
             }
+        }
+        if listedSchedules != engine.schedules.count || listedNotifications != engine.notifications.count {
+            found.flag(nil, nil, "the apps list \(listedSchedules) scheduled tasks and \(listedNotifications) notifications, the engine holds \(engine.schedules.count) and \(engine.notifications.count)")
+        }
+        let earliest = engine.schedules.values.lazy.map(\.earliestBegin).min()
+        if engine.nextScheduleDue != earliest {
+            found.flag(nil, nil, "nextScheduleDue \(engine.nextScheduleDue.map(\.description) ?? "nil"), the schedules say \(earliest.map(\.description) ?? "nil")")
         }
         if engine.foregroundActiveSceneCount != foregroundActive || engine.liveSessionCount != connected {
             found.flag(nil, nil, "engine-wide scene counts disagree with the apps")
@@ -193,6 +204,7 @@ extension ConformanceChecker {
         case .notRunning:
             if a.connectedScenes > 0 { found.flag(id, nil, "not running but has connected scenes") }
             if !a.tasks.isEmpty { found.flag(id, nil, "not running but holds tasks") }
+            if !a.activeModes.isEmpty { found.flag(id, nil, "not running but declares background modes") }
             if a.idleSince != nil || a.backgroundEnteredAt != nil { found.flag(id, nil, "not running but has a running clock") }
         case .suspended:
             if a.hasForegroundScene { found.flag(id, nil, "suspended with a scene in the foreground") }
@@ -205,8 +217,8 @@ extension ConformanceChecker {
             if (a.backgroundEnteredAt != nil) != inBackground {
                 found.flag(id, nil, "backgroundEnteredAt \(a.backgroundEnteredAt.map(\.description) ?? "nil") while \(a.applicationState)")
             }
-            if (a.idleSince != nil) != (inBackground && a.tasks.isEmpty) {
-                found.flag(id, nil, "idleSince \(a.idleSince.map(\.description) ?? "nil") with \(a.tasks.count) tasks while \(a.applicationState)")
+            if (a.idleSince != nil) != (inBackground && a.holdsNoBackgroundWork) {
+                found.flag(id, nil, "idleSince \(a.idleSince.map(\.description) ?? "nil") with \(a.tasks.count) tasks, \(a.wakes.count) wake items, modes [\(a.activeModes)] while \(a.applicationState)")
             }
             if let idle = a.idleSince, let entered = a.backgroundEnteredAt, idle < entered {
                 found.flag(id, nil, "idle since before it entered the background")
@@ -219,5 +231,33 @@ extension ConformanceChecker {
             }
         }
         return nil
+    }
+
+    /// An app's scheduled tasks and notifications (its own, held by the engine, in order) and
+    /// its open wake items (only while running, none overdue). Returns the earliest item timer.
+    private static func checkBackgroundWork(of a: AppRecord, _ id: AppID, _ engine: LifecycleEngine,
+                                            _ found: inout EngineFindings) -> Timestamp? {
+        if a.scheduled != a.scheduled.sorted() || Set(a.scheduled).count != a.scheduled.count {
+            found.flag(id, nil, "scheduled identifiers \(a.scheduled) are not sorted and distinct")
+        }
+        for identifier in a.scheduled where engine.schedules[ScheduleKey(app: id, identifier: identifier)]?.app != id {
+            found.flag(id, nil, "lists scheduled task \(identifier), which the engine does not hold for it")
+        }
+        if a.pendingNotifications != a.pendingNotifications.sorted() {
+            found.flag(id, nil, "pending notifications \(a.pendingNotifications) are not in id order")
+        }
+        for n in a.pendingNotifications {
+            if engine.notifications[n]?.app != id { found.flag(id, nil, "lists notification \(n), which the engine does not hold for it") }
+            if n.rawValue == 0 || n.rawValue >= engine.nextNotificationNumber { found.flag(id, nil, "notification \(n) beyond the high-water mark") }
+        }
+        if LifecycleEngine.notificationsHeld(by: a) > engine.configuration.maxPendingNotifications {
+            found.flag(id, nil, "holds more notifications than MaxPendingNotifications")
+        }
+        guard !a.wakes.isEmpty else { return nil }
+        if a.process != .running { found.flag(id, nil, "\(a.process) with \(a.wakes.count) open wake items") }
+        if Set(a.wakes.map(\.subject)).count != a.wakes.count { found.flag(id, nil, "a wake item is open twice") }
+        let due = LifecycleEngine.wakeDeadline(of: a, configuration: engine.configuration)
+        if let due, due <= engine.clock { found.flag(id, nil, "a wake item was due at \(due) and is still open (clock \(engine.clock))") }
+        return due
     }
 }

@@ -33,6 +33,8 @@ extension ConformanceChecker {
         case becomeActive(SessionID)
         /// willTerminate → terminated (R22).
         case terminated
+        /// resumed for a wake → its first performBackgroundTask or didReceiveNotification (R34).
+        case wakeEvent
     }
 
     struct AppModel: Sendable {
@@ -53,6 +55,9 @@ extension ConformanceChecker {
         /// The system holds the app's scenes down (R28–R31): told by `noteHolds`, else inferred
         /// from the events (a scene moved down by a system cause, until one comes back by one).
         var held = false
+        /// The deadline each task handed over by a wake was given (R34): its timer's
+        /// backgroundTaskWillExpire never comes earlier.
+        var wakeDeadlines: [String: Timestamp] = [:]
     }
 
     struct SessionModel: Sendable {

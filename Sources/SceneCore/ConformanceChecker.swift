@@ -27,7 +27,9 @@
 ///   backgroundTaskWillExpire only in the background, after the budget, once per task per stay;
 ///   a task kill only one grace after an expiration and with no willTerminate · R25 memory
 ///   warnings only to running processes · R26 restored sessions reconnect without
-///   configurationForConnecting · R27 launch order.
+///   configurationForConnecting · R27 launch order · R34 a wake's events reach a running process
+///   only, a resumption for a wake is followed by the wake's event, a wake moves no scene, and a
+///   wake task's timer never warns it before its deadline.
 ///   Timing (R21 delay, R24 budget and grace) is checked only when `Options.timing` is given; the
 ///   events do not show tasks beginning or ending, so the checks are lower bounds ("never early").
 ///   Upper bounds ("never late") need the engine: `consistencyViolations(of:)`.
@@ -125,6 +127,9 @@ public struct ConformanceChecker: Sendable {
         checkChain(e, app.expect, &found)
         app.expect = .none
         checkProcessRuns(e, app.process, &found)
+        if e.cause == .background && (e.name.isSceneCallback || e.name == .configurationForConnecting) {
+            found.flag(.R34, "a wake changed the state of scene \(e.session.map(\.description) ?? "-")")
+        }
         let expectedState = apply(e, to: &app, &found)
         noteBackground(e, &app)
         checkStates(e, expected: expectedState, app, &found)
@@ -200,6 +205,10 @@ public struct ConformanceChecker: Sendable {
             if e.name != .terminated {
                 found.flag(.R22, "willTerminate must be followed by the process's death, got \(e.name)")
             }
+        case .wakeEvent:
+            if e.name != .performBackgroundTask && e.name != .didReceiveNotification {
+                found.flag(.R34, "resumed for a wake must be followed by the wake's event, got \(e.name)")
+            }
         }
     }
 
@@ -231,7 +240,7 @@ public struct ConformanceChecker: Sendable {
             return sceneMoved(e, &app, &found)
         case .didDiscardSceneSessions: return discardedSessions(e, &app, &found)
         case .didReceiveMemoryWarning: return .process(.running)
-        case .performBackgroundTask, .didReceiveNotification: return .process(.running)
+        case .performBackgroundTask, .didReceiveNotification: return wakeDelivered(e, &app, &found)
         case .willTerminate: return willTerminate(e, &app, &found)
         case .backgroundTaskWillExpire: return taskWillExpire(e, &app, &found)
         case .suspended: return suspended(e, &app, &found)
@@ -433,6 +442,7 @@ public struct ConformanceChecker: Sendable {
     /// backgroundTaskWillExpire: only in the background, once per task per stay, never before
     /// the budget ran out (R24).
     private func taskWillExpire(_ e: LifecycleEvent, _ app: inout AppModel, _ found: inout Findings) -> EventState {
+        if case .wake(let wake) = e.detail { return wakeWillExpire(e, wake, app, &found) }
         if hasForegroundScene(app) {
             found.flag(.R24, "backgroundTaskWillExpire while a scene is in the foreground")
         }
@@ -471,6 +481,7 @@ public struct ConformanceChecker: Sendable {
 
     private func resumed(_ e: LifecycleEvent, _ app: inout AppModel, _ found: inout Findings) -> EventState {
         if app.process != .suspended { found.flag(.transition, "resumed while \(app.process)") }
+        if e.cause == .background { app.expect = .wakeEvent }
         app.process = .running
         app.backgroundSince = e.time
         return .process(.running)

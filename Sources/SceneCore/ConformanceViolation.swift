@@ -1,6 +1,6 @@
 public enum ConformanceRule: String, Sendable, CaseIterable, CustomStringConvertible {
     case R1, R2, R3, R4, R5, R6, R7, R8, R9, R10, R11, R12, R13, R14, R15, R16, R17, R18, R19
-    case R21, R22, R24, R25, R26, R27, R28, R29, R32, R33
+    case R21, R22, R24, R25, R26, R27, R28, R29, R32, R33, R34
     /// A transition the tables of §1.3/§1.4 do not allow and no numbered rule names.
     case transition
     /// The stream itself: sequence numbers, times, the shape of an event.

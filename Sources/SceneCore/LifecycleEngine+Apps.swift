@@ -61,6 +61,8 @@ extension LifecycleEngine {
     /// Suspension (R21): no callback, an observable state change.
     mutating func suspend(_ slot: Int, cause: EventCause, effects: inout [Effect]) {
         apps.records[slot].process = .suspended
+        // Sleep suspends a woken app too: its open items close unanswered (R31, R34).
+        if !apps.records[slot].wakes.isEmpty { apps.records[slot].wakes = [] }
         apps.records[slot].idleSince = nil
         apps.records[slot].backgroundEnteredAt = nil
         emit(.suspended, app: slot, state: .process(.suspended), cause: cause, effects: &effects)
@@ -78,6 +80,8 @@ extension LifecycleEngine {
         guard !app.hasForegroundScene else { throw refuse("the app has a scene in the foreground") }
         if cause != .sleep {
             guard app.tasks.isEmpty else { throw refuse("the app holds a background task") }
+            guard app.wakes.isEmpty else { throw refuse("the app is handling a background wake") }
+            guard app.activeModes.isEmpty else { throw refuse("the app declares a background mode (\(app.activeModes))") }
         }
         suspend(slot, cause: cause, effects: &effects)
     }
@@ -137,6 +141,8 @@ extension LifecycleEngine {
             effects.append(.taskRemoved(token))
         }
         apps.records[slot].tasks = []
+        apps.records[slot].wakes = []
+        apps.records[slot].activeModes = []
         apps.records[slot].process = .notRunning
         apps.records[slot].idleSince = nil
         apps.records[slot].backgroundEnteredAt = nil
@@ -170,7 +176,7 @@ extension LifecycleEngine {
         let foreground = apps.records[slot].hasForegroundScene
         if process == .running && !foreground {
             if apps.records[slot].backgroundEnteredAt == nil { apps.records[slot].backgroundEnteredAt = clock }
-            if apps.records[slot].tasks.isEmpty {
+            if apps.records[slot].holdsNoBackgroundWork {
                 if apps.records[slot].idleSince == nil { apps.records[slot].idleSince = clock }
             } else if apps.records[slot].idleSince != nil {
                 apps.records[slot].idleSince = nil

@@ -57,6 +57,7 @@ extension LifecycleEngine {
         var earliest: Timestamp?
         func consider(_ t: Timestamp) { if earliest == nil || t < earliest! { earliest = t } }
         if let idle = app.idleSince { consider(idle + configuration.suspendDelay) }
+        if let due = wakeDeadline(of: app, configuration: configuration) { consider(due) }
         if let entered = app.backgroundEnteredAt, !app.tasks.isEmpty {
             let expiry = entered + configuration.backgroundTaskBudget
             for token in app.tasks {
@@ -102,6 +103,7 @@ extension LifecycleEngine {
                 return
             }
         }
+        if !apps.records[slot].wakes.isEmpty && fireWakes(slot, effects: &effects) { return }
         if let entered = apps.records[slot].backgroundEnteredAt {
             let expiry = entered + configuration.backgroundTaskBudget
             for token in apps.records[slot].tasks {

@@ -13,6 +13,10 @@ public struct LifecycleEngine: Sendable {
     /// Scheduled background tasks and notifications waiting for a wake (R34); stored.
     public internal(set) var schedules: [ScheduleKey: ScheduledTask] = [:]
     public internal(set) var notifications: [NotificationID: PendingNotification] = [:]
+    /// The earliest `earliestBegin` of all scheduled tasks: when the daemon must next look for
+    /// due ones. Kept as schedules change (see ScheduleIndex), so that reading it costs nothing.
+    public internal(set) var nextScheduleDue: Timestamp?
+    var scheduleIndex = ScheduleIndex()
     /// Background scenes, as reclaim reads them; kept current by `handle`.
     public internal(set) var candidates = CandidateIndex()
 
@@ -62,7 +66,9 @@ public struct LifecycleEngine: Sendable {
                       restoring: EngineTables(apps: snapshot.apps, sessions: table, tasks: snapshot.tasks,
                                               clock: snapshot.clock, nextSequence: snapshot.nextSequence,
                                               nextSessionNumber: snapshot.nextSessionNumber,
-                                              nextTaskNumber: snapshot.nextTaskNumber))
+                                              nextTaskNumber: snapshot.nextTaskNumber,
+                                              schedules: snapshot.schedules, notifications: snapshot.notifications,
+                                              nextNotificationNumber: snapshot.nextNotificationNumber))
     }
 
     /// Rebuilds an engine from stored state. Derived data (scene counts per app, each app's
@@ -85,6 +91,10 @@ public struct LifecycleEngine: Sendable {
             app.sessions = []
             app.tasks = []
             app.scheduledWake = nil
+            app.wakes = []
+            app.scheduled = []
+            app.pendingNotifications = []
+            if app.process == .notRunning { app.activeModes = [] }
             _ = apps.insert(app)
         }
         var table = snapshot.sessions
@@ -113,8 +123,14 @@ public struct LifecycleEngine: Sendable {
             tasks[task.token] = task
             apps.records[slot].tasks.append(task.token)
         }
+        try restoreBackgroundWork(snapshot.schedules, snapshot.notifications, nextNotification: snapshot.nextNotificationNumber)
         for slot in apps.records.indices {
             if apps.records[slot].process != .notRunning { residentBytes &+= apps.records[slot].baseFootprint }
+            // Stored while woken: the wake is gone (not stored), so the app is idle from now.
+            let app = apps.records[slot]
+            if app.process == .running && !app.hasForegroundScene && app.holdsNoBackgroundWork && app.idleSince == nil {
+                apps.records[slot].idleSince = clock
+            }
             schedule(slot)
         }
         candidates = CandidateIndex(restoring: collected)
@@ -161,7 +177,10 @@ public struct LifecycleEngine: Sendable {
                        sessions: sessions.values.sorted { $0.id < $1.id },
                        tasks: tasks.values.sorted { $0.token < $1.token },
                        clock: clock, nextSequence: nextSequence,
-                       nextSessionNumber: nextSessionNumber, nextTaskNumber: nextTaskNumber)
+                       nextSessionNumber: nextSessionNumber, nextTaskNumber: nextTaskNumber,
+                       schedules: schedules.values.sorted { $0.key < $1.key },
+                       notifications: notifications.values.sorted { $0.id < $1.id },
+                       nextNotificationNumber: nextNotificationNumber)
     }
 
     /// Whether an identifier names a session that existed and was discarded (R15). Identifiers
@@ -374,7 +393,12 @@ public struct EngineTables: Sendable {
     public var nextNotificationNumber: UInt64 = 1
 
     public init(apps: [AppRecord], sessions: SessionTable, tasks: [BackgroundTask], clock: Timestamp,
-                nextSequence: UInt64, nextSessionNumber: UInt64, nextTaskNumber: UInt64) {
+                nextSequence: UInt64, nextSessionNumber: UInt64, nextTaskNumber: UInt64,
+                schedules: [ScheduledTask] = [], notifications: [PendingNotification] = [],
+                nextNotificationNumber: UInt64 = 1) {
+        self.schedules = schedules
+        self.notifications = notifications
+        self.nextNotificationNumber = nextNotificationNumber
         self.apps = apps
         self.sessions = sessions
         self.tasks = tasks
@@ -399,7 +423,12 @@ public struct EngineSnapshot: Sendable, Equatable {
     public var nextNotificationNumber: UInt64 = 1
 
     public init(apps: [AppRecord], sessions: [SceneSession], tasks: [BackgroundTask], clock: Timestamp,
-                nextSequence: UInt64, nextSessionNumber: UInt64, nextTaskNumber: UInt64) {
+                nextSequence: UInt64, nextSessionNumber: UInt64, nextTaskNumber: UInt64,
+                schedules: [ScheduledTask] = [], notifications: [PendingNotification] = [],
+                nextNotificationNumber: UInt64 = 1) {
+        self.schedules = schedules
+        self.notifications = notifications
+        self.nextNotificationNumber = nextNotificationNumber
         self.apps = apps
         self.sessions = sessions
         self.tasks = tasks
