@@ -342,7 +342,7 @@ do {
         try launchFigures()
         try wakeFigures()
     default:
-        say("usage: scened-bench [daemon|list|durable|startup|stored|saved|fill|logging|fairness|hostile|hostile-monitors|hostile-idle|apps|stop|lock|processes|launch|wake|all] [--seconds S] [--sessions N] [--startup-sessions N] [--saved-sessions N] [fill: --state-dir D --archived --restoration-bytes B] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [stop: --apps N --repeats K --durability D] [lock: --apps N --rounds R --durability D] [processes: --rounds N] [launch: --rounds N --copies K --hold-mib M] [wake: --rounds N --apps N --caps 4,32 --lead S --parts 1,2]")
+        say("usage: scened-bench [daemon|list|durable|startup|stored|saved|fill|logging|fairness|hostile|hostile-monitors|hostile-idle|apps|stop|lock|processes|launch|wake|all] [--seconds S] [--sessions N] [--startup-sessions N] [--saved-sessions N] [fill: --state-dir D --archived --restoration-bytes B] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [stop: --apps N --repeats K --durability D] [lock: --apps N --rounds R --durability D] [processes: --rounds N] [launch: --rounds N --copies K --hold-mib M] [wake: --rounds N --apps N --caps 4,32 --lead S --parts 1,2 --durability D]")
         exit(2)
     }
 } catch {
