@@ -67,7 +67,7 @@ private func notifyPart(_ settings: WakeSettings) throws {
         throw error
     }
     say("daemon: private scened, Durability=\(settings.durability), LogLevel=notice, SuspendDelaySec=\(NotifyBench.suspendDelay), [Background] defaults; state directory on \(filesystem(of: directory)); its timer slack \(s.daemonSlack)")
-    say("app: \(NotifyBench.app), ExecStart=\(benchBinary) wake-probe FIFO; it writes its CLOCK_MONOTONIC time to the FIFO as it reads didReceiveNotification, then Acknowledges it; each round waits for frozen 1 in \(s.cgroup) and 5 ms before its Notify")
+    say("app: \(NotifyBench.app), ExecStart=\(benchBinary) wake-probe FIFO; it writes its CLOCK_MONOTONIC time to the FIFO as it reads didReceiveNotification, then Acknowledges it; each round waits for frozen 1 in \(s.cgroup) and 5 ms before its Notify; a Monitor stream open for the event times")
     say(row("Notify written → handler running", spread(s.handler, p)))
     say(row("Notify written → event made (daemon)", spread(s.made, p)))
     say(row("Notify written → Notify reply read", spread(s.replied, p)))

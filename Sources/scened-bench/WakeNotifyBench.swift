@@ -90,10 +90,15 @@ final class NotifyBench {
         try TimedConnection.check(reply, "Notify")
         let (line, _) = try reader.next(timeout: 30, "the probe's handler (round \(round))")
         let fields = line.split(separator: " ")
-        guard fields.count == 2, let ran = Double(fields[0]) else { throw BenchError("the probe wrote \"\(line)\"") }
+        guard fields.count == 2, let ran = Double(fields[0]), let seq = Int64(fields[1]) else {
+            throw BenchError("the probe wrote \"\(line)\"")
+        }
         let frozenAt = try awaitFrozen(watch, "the probe frozen again (round \(round))")
-        let event = try log.first(from: mark, "didReceiveNotification") {
-            $0.app == Self.app && $0.name == "didReceiveNotification"
+        // The event the probe handled, which must be this round's: the log may still hold
+        // earlier rounds' events it had not read when the round began.
+        let event = try log.first(from: mark, "didReceiveNotification seq \(seq)") { $0.seq == seq }
+        guard event.app == Self.app, event.name == "didReceiveNotification" else {
+            throw BenchError("round \(round): the probe handled seq \(seq), which is \(event.name) of \(event.app)")
         }
         samples.handler.append(ran - sent)
         samples.replied.append(repliedAt - sent)
