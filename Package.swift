@@ -74,6 +74,10 @@ let package = Package(
         // activation): run by those tests, it reports one `ok`/`fail` line per check. Test-only.
         .executableTarget(name: "systemdkit-probe", dependencies: ["SystemdKit", "ScenedTestSupport"],
                           path: "Tests/SystemdKitProbe"),
+        // The writer side of SceneStoreTests' kill -9 test: commits background work, acknowledging
+        // each commit on stdout. Test-only.
+        .executableTarget(name: "store-crash-writer", dependencies: ["SceneStore", "SceneCore"],
+                          path: "Tests/StoreCrashWriter"),
 
         .testTarget(name: "SceneCoreTests", dependencies: ["SceneCore", "ScenedTestSupport"]),
         .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "ScenedTestSupport"]),
@@ -95,6 +99,9 @@ let package = Package(
         .testTarget(name: "SceneClientTests", dependencies: ["SceneClient", "Varlink", "Locking", "ScenedTestSupport"]),
         // ProcessKit with real processes and cgroups (the cgroup tests need root and cgroup v2).
         .testTarget(name: "ProcessKitTests", dependencies: ["ProcessKit", "ScenedTestSupport"]),
+        // The Cockpit page (cockpit/scened) in headless Chromium against cockpit-ws and scened;
+        // the browser script is Tests/Cockpit/cockpit_page_test.py (needs root: a test user).
+        .testTarget(name: "CockpitTests", dependencies: ["Varlink", "ScenedTestSupport"]),
         .testTarget(name: "SceneDaemonTests", dependencies: ["SceneDaemon", "SceneCore", "SystemdKit", "SceneTrace", "SceneReplay",
                                                            "ScenedTestSupport"]),
     ]

@@ -8,18 +8,22 @@ public struct EngineCounters: Sendable, Equatable {
     public var nextSequence: UInt64
     public var nextSessionNumber: UInt64
     public var nextTaskNumber: UInt64
+    /// The number the next queued notification gets ("n…").
+    public var nextNotificationNumber: UInt64
 
-    public init(clock: Timestamp, nextSequence: UInt64, nextSessionNumber: UInt64, nextTaskNumber: UInt64) {
+    public init(clock: Timestamp, nextSequence: UInt64, nextSessionNumber: UInt64, nextTaskNumber: UInt64,
+                nextNotificationNumber: UInt64 = 1) {
         self.clock = clock
         self.nextSequence = nextSequence
         self.nextSessionNumber = nextSessionNumber
         self.nextTaskNumber = nextTaskNumber
+        self.nextNotificationNumber = nextNotificationNumber
     }
 
     /// The engine's current marks.
     public init(_ engine: LifecycleEngine) {
         self.init(clock: engine.clock, nextSequence: engine.nextSequence, nextSessionNumber: engine.nextSessionNumber,
-                  nextTaskNumber: engine.nextTaskNumber)
+                  nextTaskNumber: engine.nextTaskNumber, nextNotificationNumber: engine.nextNotificationNumber)
     }
 
     /// Nothing yet: what a new database holds.

@@ -7,11 +7,12 @@ import SceneCore
 /// not loaded, and never sent to a client.
 public struct QuarantinedRow: Sendable, Equatable, CustomStringConvertible {
     public enum Table: String, Sendable, CaseIterable {
-        case apps, configurations, sessions, tasks, events
+        case apps, configurations, sessions, tasks, schedules, notifications, events
     }
 
     public var table: Table
-    /// The row's key in its table: a reference, session id, task token or sequence number.
+    /// The row's key in its table: a reference, session id, task token, schedules row,
+    /// notification id or sequence number.
     public var key: Int64
     /// What is wrong with it, for people.
     public var reason: String
@@ -27,13 +28,15 @@ public struct QuarantinedRow: Sendable, Equatable, CustomStringConvertible {
         table == .sessions && key > 0 ? SessionID(UInt64(key)) : nil
     }
 
-    /// "session s4", "task t2", "event #9", "apps row 3", "configurations row 2".
+    /// "session s4", "task t2", "notification n5", "event #9", "apps row 3",
+    /// "configurations row 2", "schedules row 1".
     public var name: String {
         switch table {
         case .sessions: key > 0 ? "session s\(key)" : "sessions row \(key)"
         case .tasks: key > 0 ? "task t\(key)" : "tasks row \(key)"
+        case .notifications: key > 0 ? "notification n\(key)" : "notifications row \(key)"
         case .events: "event #\(key)"
-        case .apps, .configurations: "\(table.rawValue) row \(key)"
+        case .apps, .configurations, .schedules: "\(table.rawValue) row \(key)"
         }
     }
 
@@ -43,7 +46,8 @@ public struct QuarantinedRow: Sendable, Equatable, CustomStringConvertible {
 /// What `load` restored, and what it would not.
 public struct StoredState: Sendable {
     public var snapshot: EngineSnapshot
-    /// The rows left out, in table order (apps and configurations, sessions, tasks).
+    /// The rows left out, in table order (apps and configurations, sessions, tasks, schedules,
+    /// notifications).
     public var quarantined: [QuarantinedRow]
     /// Why the quarantined rows could not be written to the quarantine table, when they could
     /// not (a full disk): they are still left out, kept in place and reported.

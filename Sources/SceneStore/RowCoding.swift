@@ -68,7 +68,7 @@ enum RowCoding {
             sessionIDs(archived, into: &w)
         case .wake(let wake):
             w.byte(detailWake)
-            w.byte(wake.kind.rawValue)
+            w.byte(UInt8(StorageCodes.code(wake.kind)))
             w.string(wake.identifier)
             if let payload = wake.payload { w.byte(1); w.string(payload) } else { w.byte(0) }
             w.varint(UInt64(bitPattern: wake.deadline.microseconds))
@@ -160,7 +160,7 @@ enum RowCoding {
     }
 
     static func wake(_ r: inout ByteReader) throws(ByteReader.Malformed) -> WakeDetail {
-        guard let kind = WakeKind(rawValue: try r.byte()) else { throw .init() }
+        guard let kind = StorageCodes.wakeKind(Int64(try r.byte())) else { throw .init() }
         let identifier = try r.string()
         var payload: String?
         switch try r.byte() {

@@ -17,6 +17,7 @@ extension SceneStore {
             sequenceFloor = max(sequenceFloor, written.nextSequence)
             sessionFloor = max(sessionFloor, written.nextSessionNumber)
             taskFloor = max(taskFloor, written.nextTaskNumber)
+            notificationFloor = max(notificationFloor, written.nextNotificationNumber)
             if let range {
                 if loggedOldest == nil { loggedOldest = range.lowerBound }
                 loggedNewest = max(loggedNewest ?? 0, range.upperBound)
@@ -48,6 +49,8 @@ extension SceneStore {
         try writeApps(batch.apps, db, st, &next)
         try writeSessions(batch, db, st, &next)
         try writeTasks(batch, db, st, &next)
+        try writeSchedules(batch, db, st)
+        try writeNotifications(batch, db, st, &next)
         let logged = try logEvents(batch.events, db, st, &next)
         try checkAllocations(next)
         let c = st.updateCounters
@@ -55,6 +58,7 @@ extension SceneStore {
         c.bind(2, next.nextSequence)
         c.bind(3, next.nextSessionNumber)
         c.bind(4, next.nextTaskNumber)
+        c.bind(5, next.nextNotificationNumber)
         try run(c, db, "writing the counters")
         guard sqlite3_changes(db.handle) == 1 else { throw corrupt("the counters row is missing") }
         if let logged { try trimIfDue(logged, db, st) }
@@ -150,9 +154,12 @@ extension SceneStore {
 
     /// What bounds the allocations of a transaction a damaged log may lose (SceneStore+Recovery).
     private func checkAllocations(_ counters: EngineCounters) throws(StoreError) {
-        for (kind, next, floor, cap) in [("session ids", counters.nextSessionNumber, sessionFloor, Tuning.maxAllocationsPerCommit),
-                                         ("task tokens", counters.nextTaskNumber, taskFloor, Tuning.maxTaskTokensPerCommit),
-                                         ("sequence numbers", counters.nextSequence, sequenceFloor, Tuning.maxAllocationsPerCommit)]
+        let marks = [("session ids", counters.nextSessionNumber, sessionFloor, Tuning.maxAllocationsPerCommit),
+                     ("task tokens", counters.nextTaskNumber, taskFloor, Tuning.maxTaskTokensPerCommit),
+                     ("sequence numbers", counters.nextSequence, sequenceFloor, Tuning.maxAllocationsPerCommit),
+                     ("notification ids", counters.nextNotificationNumber, notificationFloor,
+                      Tuning.maxNotificationsPerCommit)]
+        for (kind, next, floor, cap) in marks
         where next > floor && next - floor > cap || next >= Tuning.storedNumberLimit {
             throw StoreError(kind: .constraint, path: path,
                              message: "the batch would take \(kind) up to \(next), \(next &- floor) past the last "
@@ -160,7 +167,7 @@ extension SceneStore {
         }
     }
 
-    /// Binds parameters ?1 to ?9 of `updateApp` (which leaves ?2, the id, unused) or `upsertApp`.
+    /// Binds parameters ?1 to ?10 of `updateApp` (which leaves ?2, the id, unused) or `upsertApp`.
     private func bind(_ app: AppRecord, ref: Int64, _ s: Statement) {
         s.bind(1, ref)
         s.bind(2, text: app.id.rawValue)
@@ -171,6 +178,7 @@ extension SceneStore {
         s.bind(7, app.launchedAt)
         s.bind(8, app.launches)
         s.bind(9, app.baseFootprint)
+        s.bind(10, StorageCodes.code(app.activeModes))
     }
 
     /// Binds parameters ?1 to ?22 of `updateSession` or `upsertSession`.
@@ -259,7 +267,7 @@ extension SceneStore {
         pendingTrim = cutoff
     }
 
-    private func ref(of app: AppID, _ owner: @autoclosure () -> String) throws(StoreError) -> Int64 {
+    func ref(of app: AppID, _ owner: @autoclosure () -> String) throws(StoreError) -> Int64 {
         guard let ref = appRefs[app] else {
             throw StoreError(kind: .misuse, path: path,
                              message: "\(owner()) names app \(app), which is neither stored nor in the batch")

@@ -10,29 +10,31 @@ extension SceneStore {
     /// `loadTables()` as an `EngineSnapshot` (sessions sorted by id).
     public func loadChecked() throws(StoreError) -> StoredState {
         let (tables, quarantined, recordingFailure) = try loadTables()
-        return StoredState(snapshot: EngineSnapshot(apps: tables.apps,
-                                                    sessions: tables.sessions.values.sorted { $0.id < $1.id },
-                                                    tasks: tables.tasks, clock: tables.clock,
-                                                    nextSequence: tables.nextSequence,
-                                                    nextSessionNumber: tables.nextSessionNumber,
-                                                    nextTaskNumber: tables.nextTaskNumber),
-                           quarantined: quarantined, recordingFailure: recordingFailure)
+        var snapshot = EngineSnapshot(apps: tables.apps, sessions: tables.sessions.values.sorted { $0.id < $1.id },
+                                      tasks: tables.tasks, clock: tables.clock, nextSequence: tables.nextSequence,
+                                      nextSessionNumber: tables.nextSessionNumber, nextTaskNumber: tables.nextTaskNumber)
+        snapshot.schedules = tables.schedules
+        snapshot.notifications = tables.notifications
+        snapshot.nextNotificationNumber = tables.nextNotificationNumber
+        return StoredState(snapshot: snapshot, quarantined: quarantined, recordingFailure: recordingFailure)
     }
 
     /// Everything stored that checks out, ready for `LifecycleEngine(restoring:)`: apps (sorted
     /// by id) with their pending discards, sessions (keyed by id, as the engine holds them: the
     /// engine adopts the table, so a million sessions are not held twice) in the condition and
-    /// state they had, open tasks (by token) and the counters; read in one transaction, so the
-    /// parts agree. `quarantined`: the rows left out; `recordingFailure`: see `StoredState`.
+    /// state they had, open tasks (by token), scheduled tasks (by app and identifier), pending
+    /// notifications (by id) and the counters; read in one transaction, so the parts agree.
+    /// `quarantined`: the rows left out; `recordingFailure`: see `StoredState`.
     ///
     /// Every row is decoded and checked first (types, codes, ranges, JSON, references). One
     /// that fails is quarantined: left in its table, recorded in the quarantine table, reported
-    /// in `quarantined`, and not loaded. A session or task whose app is quarantined goes with it
-    /// (the engine holds no session without its app), as does a task whose session does.
+    /// in `quarantined`, and not loaded. A session, task, scheduled task or notification whose
+    /// app is quarantined goes with it (the engine holds no record without its app), as does a
+    /// task whose session does.
     ///
     /// Counters are raised past anything found, quarantined rows included (logged events,
-    /// session ids, pending discards, task tokens), so a sequence number or identifier is never
-    /// handed out twice.
+    /// session ids, pending discards, task tokens, notification ids), so a sequence number or
+    /// identifier is never handed out twice.
     ///
     /// `deferringPayloads`: userInfo and restoration data larger than
     /// `savedPayloadInlineLimit` are not read, only their sizes (`SavedPayload.stored`): the
@@ -44,6 +46,7 @@ extension SceneStore {
         let (db, _) = try openConnection()
         var quarantined = dictionaryQuarantine
         var loaded: (apps: [AppRecord], sessions: SessionTable, tasks: [BackgroundTask], counters: EngineCounters)
+        var work: (schedules: [ScheduledTask], notifications: [PendingNotification]) = ([], [])
         // IMMEDIATE: the write lock, held to the end, keeps any commit out while a second
         // connection reads part of the sessions (see loadSessions); nothing is written.
         try db.execute("BEGIN IMMEDIATE", "starting to load")
@@ -54,12 +57,15 @@ extension SceneStore {
                                             parallelAbove: parallelAbove,
                                             &quarantined, &floors)
             let tasks = try loadTasks(db, sessions: sessions, quarantinedApps: quarantinedApps, &quarantined, &floors)
+            work = (try loadSchedules(db, quarantinedApps: quarantinedApps, &quarantined),
+                    try loadNotifications(db, quarantinedApps: quarantinedApps, &quarantined, floor: &floors.notification))
             let stored = try readCounters(db)
             loaded = (apps, sessions, tasks,
                       EngineCounters(clock: stored.clock,
                                      nextSequence: max(stored.nextSequence, (loggedNewest ?? 0) &+ 1),
                                      nextSessionNumber: max(stored.nextSessionNumber, floors.session),
-                                     nextTaskNumber: max(stored.nextTaskNumber, floors.task)))
+                                     nextTaskNumber: max(stored.nextTaskNumber, floors.task),
+                                     nextNotificationNumber: max(stored.nextNotificationNumber, floors.notification)))
             try db.execute("COMMIT", "finishing the load")
         } catch {
             try? db.execute("ROLLBACK", "finishing the load")
@@ -74,9 +80,13 @@ extension SceneStore {
         sequenceFloor = max(sequenceFloor, c.nextSequence)
         sessionFloor = max(sessionFloor, c.nextSessionNumber)
         taskFloor = max(taskFloor, c.nextTaskNumber)
-        let tables = EngineTables(apps: loaded.apps, sessions: loaded.sessions, tasks: loaded.tasks, clock: c.clock,
+        notificationFloor = max(notificationFloor, c.nextNotificationNumber)
+        var tables = EngineTables(apps: loaded.apps, sessions: loaded.sessions, tasks: loaded.tasks, clock: c.clock,
                                   nextSequence: c.nextSequence, nextSessionNumber: c.nextSessionNumber,
                                   nextTaskNumber: c.nextTaskNumber)
+        tables.schedules = work.schedules
+        tables.notifications = work.notifications
+        tables.nextNotificationNumber = c.nextNotificationNumber
         loaded.sessions = SessionTable()  // `tables` holds the only reference: the engine adopts it without a copy
         return (tables, quarantined, recordingFailure)
     }
@@ -89,6 +99,7 @@ extension SceneStore {
     private struct Floors {
         var session: UInt64 = 1
         var task: UInt64 = 1
+        var notification: UInt64 = 1
 
         mutating func session(_ value: Int64) {
             if RowCheck.isStoredNumber(value) { session = max(session, UInt64(value) + 1) }
@@ -104,7 +115,7 @@ extension SceneStore {
         throws(StoreError) -> ([AppRecord], Set<Int64>) {
         let s = try db.prepare("""
             SELECT ref, process, pending_discards, idle_since, background_entered_at, launched_at, launches,
-                   base_footprint
+                   base_footprint, active_modes
             FROM apps ORDER BY id
             """, persistent: false, "loading apps")
         defer { s.finalize() }
@@ -148,6 +159,9 @@ extension SceneStore {
             let launchedAt = check.optionalTimestamp(5, "launched_at")
             let launches = check.uint32(6, "launches")
             let baseFootprint = check.unsigned(7, "base_footprint")
+            let modesCode = check.integer(8, "active_modes")
+            let activeModes = StorageCodes.backgroundModes(modesCode)
+            if check.isValid && activeModes == nil { check.fail("active_modes \(modesCode) names no set of modes") }
             if let problem = check.problem {
                 quarantined.append(QuarantinedRow(table: .apps, key: ref, reason: "app \(id): \(problem)"))
                 rejected.insert(ref)
@@ -155,7 +169,7 @@ extension SceneStore {
             }
             apps.append(AppRecord(id: id, process: process!, pendingDiscards: pending, idleSince: idleSince,
                                   backgroundEnteredAt: backgroundEnteredAt, launchedAt: launchedAt, launches: launches,
-                                  baseFootprint: baseFootprint))
+                                  baseFootprint: baseFootprint, activeModes: activeModes!))
         }
         return (apps, rejected)
     }

@@ -14,6 +14,8 @@ public struct LogRecovery: Sendable, Equatable {
     /// How far the task counter was raised, and why.
     public var taskAllowance: UInt64
     public var taskAllowanceReason: String
+    /// How far the notification counter was raised (lost frames × the per-commit cap).
+    public var notificationAllowance: UInt64
     /// The counters before and after (clock aside).
     public var before: EngineCounters
     public var after: EngineCounters
@@ -36,6 +38,8 @@ extension SceneStore {
     /// - Task tokens leave no row when begun and ended in one batch: instead, one commit may
     ///   allocate at most `Tuning.maxTaskTokensPerCommit`, and each lost transaction takes at
     ///   least one of the unreplayed frames.
+    /// - Notification ids likewise (queued and delivered in one batch leaves no row):
+    ///   `Tuning.maxNotificationsPerCommit` per lost frame.
     /// With the event log off (capacity 0) events leave no row either, and the sequence and
     /// session bound is the per-commit cap times the frames. Each counter is put past the intact
     /// marks plus its bound; the intact marks are the counters row, or one past the highest id
@@ -55,7 +59,9 @@ extension SceneStore {
         }
         let taskAllowance = frames * Tuning.maxTaskTokensPerCommit
         let taskAllowanceReason = "\(frames) lost frames × \(Tuning.maxTaskTokensPerCommit) per commit"
-        guard allowance < Tuning.storedNumberLimit / 4, taskAllowance < Tuning.storedNumberLimit / 4 else {
+        let notificationAllowance = frames * Tuning.maxNotificationsPerCommit
+        guard allowance < Tuning.storedNumberLimit / 4, taskAllowance < Tuning.storedNumberLimit / 4,
+              notificationAllowance < Tuning.storedNumberLimit / 4 else {
             throw StoreError(kind: .corrupt, path: path,
                              message: "the damaged write-ahead log has \(frames) lost frames, too many to raise the "
                                  + "counters past what they may have allocated")
@@ -67,13 +73,16 @@ extension SceneStore {
                 UPDATE counters SET
                     next_sequence = max(next_sequence, coalesce((SELECT max(seq) FROM events WHERE seq < ?3), 0) + 1) + ?1,
                     next_session = max(next_session, coalesce((SELECT max(id) FROM sessions WHERE id < ?3), 0) + 1) + ?1,
-                    next_task = max(next_task, coalesce((SELECT max(token) FROM tasks WHERE token < ?3), 0) + 1) + ?2
+                    next_task = max(next_task, coalesce((SELECT max(token) FROM tasks WHERE token < ?3), 0) + 1) + ?2,
+                    next_notification = max(next_notification,
+                                            coalesce((SELECT max(id) FROM notifications WHERE id < ?3), 0) + 1) + ?4
                 WHERE id = 1
                 """, persistent: false, "raising the counters past the lost transactions")
             defer { raise.finalize() }
             raise.bind(1, Int64(allowance))
             raise.bind(2, Int64(taskAllowance))
             raise.bind(3, limit)
+            raise.bind(4, Int64(notificationAllowance))
             try run(raise, db, "raising the counters past the lost transactions")
             try db.execute("COMMIT", "raising the counters past the lost transactions")
         } catch {
@@ -92,6 +101,7 @@ extension SceneStore {
         }
         return LogRecovery(inspection: inspection, evidence: evidence, allowance: allowance,
                            allowanceReason: allowanceReason, taskAllowance: taskAllowance,
-                           taskAllowanceReason: taskAllowanceReason, before: before, after: after)
+                           taskAllowanceReason: taskAllowanceReason, notificationAllowance: notificationAllowance,
+                           before: before, after: after)
     }
 }

@@ -1,9 +1,10 @@
 import CSQLite
 import SceneCore
 
-/// scened's persistent state in one SQLite database (WAL): apps with their pending discards,
-/// sessions, background tasks, the counters (clock, sequence and identifier high-water marks) and
-/// a bounded log of recent events.
+/// scened's persistent state in one SQLite database (WAL): apps with their pending discards and
+/// active background modes, sessions, background tasks, scheduled tasks, pending notifications,
+/// the counters (clock, sequence and identifier high-water marks) and a bounded log of recent
+/// events.
 ///
 /// Single-threaded: the daemon's loop thread owns it. Every mutation goes through `commit`, one
 /// transaction per loop iteration.
@@ -42,6 +43,7 @@ public final class SceneStore {
     /// are measured from (`Tuning.maxAllocationsPerCommit`).
     var sessionFloor: UInt64 = 1
     var taskFloor: UInt64 = 1
+    var notificationFloor: UInt64 = 1
 
     /// How many id ranges the last load read the sessions in, each on its own thread (tests).
     var lastLoadRanges = 0
@@ -115,6 +117,7 @@ public final class SceneStore {
             sequenceFloor = max(counters.nextSequence, (loggedNewest ?? 0) &+ 1)
             sessionFloor = counters.nextSessionNumber
             taskFloor = counters.nextTaskNumber
+            notificationFloor = counters.nextNotificationNumber
         } catch {
             close()
             throw error
@@ -170,7 +173,7 @@ public final class SceneStore {
     /// read here, and all of it read by load(), with cell_size_check on so each page is checked
     /// as it comes in. `integrityCheck()` is the full check, for operators.
     private func checkOnOpen(_ db: SQLiteConnection) throws(StoreError) {
-        for table in ["counters", "apps", "configurations", "tasks", "events"] {
+        for table in ["counters", "apps", "configurations", "tasks", "schedules", "notifications", "events"] {
             let result = try db.texts("PRAGMA quick_check(\(table))", "checking table \(table)")
             guard result == ["ok"] else {
                 throw StoreError(kind: .corrupt, path: path,
@@ -276,8 +279,9 @@ public final class SceneStore {
     /// The counters row. It cannot be quarantined (nothing could be handed out without it), so
     /// a damaged one refuses the open.
     func readCounters(_ db: SQLiteConnection) throws(StoreError) -> EngineCounters {
-        let c = try db.prepare("SELECT clock, next_sequence, next_session, next_task FROM counters WHERE id = 1",
-                               persistent: false, "reading the counters")
+        let c = try db.prepare("""
+            SELECT clock, next_sequence, next_session, next_task, next_notification FROM counters WHERE id = 1
+            """, persistent: false, "reading the counters")
         defer { c.finalize() }
         let rc = c.step()
         guard rc == SQLITE_ROW else {
@@ -291,9 +295,10 @@ public final class SceneStore {
             return UInt64(bitPattern: v)
         }
         let values = [counter(1, "next_sequence", &check), counter(2, "next_session", &check),
-                      counter(3, "next_task", &check)]
+                      counter(3, "next_task", &check), counter(4, "next_notification", &check)]
         if let problem = check.problem { throw corrupt("the counters row is damaged: \(problem)") }
-        return EngineCounters(clock: clock, nextSequence: values[0], nextSessionNumber: values[1], nextTaskNumber: values[2])
+        return EngineCounters(clock: clock, nextSequence: values[0], nextSessionNumber: values[1], nextTaskNumber: values[2],
+                              nextNotificationNumber: values[3])
     }
 
     // MARK: - Shared

@@ -10,7 +10,7 @@ enum Schema {
 
     static var currentVersion: Int { migrations.count }
 
-    static let migrations: [String] = [version1, version2, version3, version4]
+    static let migrations: [String] = [version1, version2, version3, version4, version5]
 
     /// Version 1, the first layout: apps keyed by their text identifier, and every session, task
     /// and event repeating its app's identifier and (sessions) its configuration name as text.
@@ -233,6 +233,35 @@ enum Schema {
             FROM sessions ORDER BY id;
         DROP TABLE sessions;
         ALTER TABLE sessions_v4 RENAME TO sessions;
+        """
+
+    /// Version 5: background work (R34). Scheduled tasks, one per app and identifier, and
+    /// notifications waiting for their app, each kept until a wake delivers it (the delivery's
+    /// event and the row's removal are one commit: exactly once); the background modes an app
+    /// declares active; the notification id high-water mark. Rows of earlier versions keep
+    /// everything: no app has modes active, no notification was ever handed out.
+    ///
+    /// A schedule has a key of its own: the quarantine names rows by rowid, and an explicit
+    /// INTEGER PRIMARY KEY is one a VACUUM never renumbers. Payloads come last, as in version 4.
+    static let version5 = """
+        ALTER TABLE apps ADD COLUMN active_modes INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE counters ADD COLUMN next_notification INTEGER NOT NULL DEFAULT 1;
+        CREATE TABLE schedules (
+            id INTEGER PRIMARY KEY,
+            app INTEGER NOT NULL,
+            identifier TEXT NOT NULL,
+            kind INTEGER NOT NULL,
+            earliest_begin INTEGER NOT NULL,
+            submitted_at INTEGER NOT NULL,
+            UNIQUE (app, identifier)
+        );
+        CREATE TABLE notifications (
+            id INTEGER PRIMARY KEY,
+            app INTEGER NOT NULL,
+            priority INTEGER NOT NULL,
+            queued_at INTEGER NOT NULL,
+            payload TEXT NOT NULL
+        );
         """
 }
 

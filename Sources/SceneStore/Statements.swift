@@ -14,6 +14,10 @@ struct Statements {
     let deleteSession: Statement
     let upsertTask: Statement
     let deleteTask: Statement
+    let upsertSchedule: Statement
+    let deleteSchedule: Statement
+    let upsertNotification: Statement
+    let deleteNotification: Statement
     let insertEvent: Statement
     /// `eventsPerInsert` rows in one statement: most of a busy batch's rows are events, and one
     /// step per row made the statement overhead a large part of a commit.
@@ -45,6 +49,10 @@ struct Statements {
         deleteSession = try prepare(SQL.deleteSession)
         upsertTask = try prepare(SQL.upsertTask)
         deleteTask = try prepare(SQL.deleteTask)
+        upsertSchedule = try prepare(SQL.upsertSchedule)
+        deleteSchedule = try prepare(SQL.deleteSchedule)
+        upsertNotification = try prepare(SQL.upsertNotification)
+        deleteNotification = try prepare(SQL.deleteNotification)
         insertEvent = try prepare(SQL.insertEvent)
         insertEvents = try prepare(SQL.insertEvents)
         updateCounters = try prepare(SQL.updateCounters)
@@ -64,19 +72,19 @@ struct Statements {
         static let rollback = "ROLLBACK"
         static let upsertApp = """
             INSERT INTO apps (ref, id, process, pending_discards, idle_since, background_entered_at, launched_at,
-                              launches, base_footprint)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                              launches, base_footprint, active_modes)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
             ON CONFLICT (ref) DO UPDATE SET
                 process = excluded.process, pending_discards = excluded.pending_discards,
                 idle_since = excluded.idle_since, background_entered_at = excluded.background_entered_at,
                 launched_at = excluded.launched_at, launches = excluded.launches,
-                base_footprint = excluded.base_footprint
+                base_footprint = excluded.base_footprint, active_modes = excluded.active_modes
             """
         // As for sessions: an app already stored is updated in place (its id, and so the index
         // on it, unchanged); the upsert only for a new one.
         static let updateApp = """
             UPDATE apps SET process = ?3, pending_discards = ?4, idle_since = ?5, background_entered_at = ?6,
-                            launched_at = ?7, launches = ?8, base_footprint = ?9
+                            launched_at = ?7, launches = ?8, base_footprint = ?9, active_modes = ?10
             WHERE ref = ?1
             """
         static let insertConfiguration = "INSERT INTO configurations (ref, name) VALUES (?1, ?2)"
@@ -123,6 +131,22 @@ struct Statements {
                 began_at = excluded.began_at, expiration_sent_at = excluded.expiration_sent_at
             """
         static let deleteTask = "DELETE FROM tasks WHERE token = ?1"
+        // The row keeps its id when the app submits the identifier again.
+        static let upsertSchedule = """
+            INSERT INTO schedules (app, identifier, kind, earliest_begin, submitted_at)
+            VALUES (?1, ?2, ?3, ?4, ?5)
+            ON CONFLICT (app, identifier) DO UPDATE SET
+                kind = excluded.kind, earliest_begin = excluded.earliest_begin, submitted_at = excluded.submitted_at
+            """
+        static let deleteSchedule = "DELETE FROM schedules WHERE app = ?1 AND identifier = ?2"
+        static let upsertNotification = """
+            INSERT INTO notifications (id, app, priority, queued_at, payload)
+            VALUES (?1, ?2, ?3, ?4, ?5)
+            ON CONFLICT (id) DO UPDATE SET
+                app = excluded.app, priority = excluded.priority, queued_at = excluded.queued_at,
+                payload = excluded.payload
+            """
+        static let deleteNotification = "DELETE FROM notifications WHERE id = ?1"
         static let insertEvent = """
             INSERT INTO events (\(Statements.eventColumns))
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
@@ -134,7 +158,8 @@ struct Statements {
         // High-water marks only move forward, whatever a caller passes.
         static let updateCounters = """
             UPDATE counters SET clock = max(clock, ?1), next_sequence = max(next_sequence, ?2),
-                                next_session = max(next_session, ?3), next_task = max(next_task, ?4)
+                                next_session = max(next_session, ?3), next_task = max(next_task, ?4),
+                                next_notification = max(next_notification, ?5)
             WHERE id = 1
             """
         static let trimEvents = "DELETE FROM events WHERE seq < ?1"
@@ -146,7 +171,8 @@ struct Statements {
 
     func finalize() {
         for s in [begin, commit, rollback, upsertApp, updateApp, insertConfiguration, upsertSession, updateSession, deleteSession,
-                  upsertTask, deleteTask, insertEvent, insertEvents, updateCounters, trimEvents, selectEvents] {
+                  upsertTask, deleteTask, upsertSchedule, deleteSchedule, upsertNotification, deleteNotification,
+                  insertEvent, insertEvents, updateCounters, trimEvents, selectEvents] {
             s.finalize()
         }
     }

@@ -177,4 +177,55 @@ enum StorageCodes {
         if c < 16 { return sceneState(c).map { .scene($0) } }
         return processState(c - 16).map { .process($0) }
     }
+
+    static func code(_ k: WakeKind) -> Int64 {
+        switch k {
+        case .refresh: 0
+        case .processing: 1
+        case .notification: 2
+        }
+    }
+
+    static func wakeKind(_ c: Int64) -> WakeKind? {
+        switch c {
+        case 0: .refresh
+        case 1: .processing
+        case 2: .notification
+        default: nil
+        }
+    }
+
+    static func code(_ p: NotificationPriority) -> Int64 {
+        switch p {
+        case .normal: 0
+        case .high: 1
+        }
+    }
+
+    static func notificationPriority(_ c: Int64) -> NotificationPriority? {
+        switch c {
+        case 0: .normal
+        case 1: .high
+        default: nil
+        }
+    }
+
+    /// Background modes as a bit set, one stored bit per mode, named here rather than taken
+    /// from the option set's raw value.
+    static let modeBits: [(BackgroundModes, Int64)] = [(.audio, 1), (.location, 2), (.voip, 4), (.processing, 8)]
+
+    static func code(_ modes: BackgroundModes) -> Int64 {
+        modeBits.reduce(0) { modes.contains($1.0) ? $0 | $1.1 : $0 }
+    }
+
+    /// nil when a bit is set that no mode has.
+    static func backgroundModes(_ c: Int64) -> BackgroundModes? {
+        var modes: BackgroundModes = []
+        var rest = c
+        for (mode, bit) in modeBits where c & bit != 0 {
+            modes.insert(mode)
+            rest &= ~bit
+        }
+        return rest == 0 ? modes : nil
+    }
 }

@@ -6,25 +6,37 @@ public struct StoreBatch: Sendable {
     public var sessions: [SceneSession]
     public var removedSessions: [SessionID]
     /// Apps' stored fields: process state, pending discards, idleSince, backgroundEnteredAt,
-    /// launchedAt, launches, baseFootprint. Every app a session, task or event names must be
-    /// stored already or be in the batch.
+    /// launchedAt, launches, baseFootprint, activeModes. Every app a session, task, schedule,
+    /// notification or event names must be stored already or be in the batch.
     public var apps: [AppRecord]
     public var tasks: [BackgroundTask]
     public var removedTasks: [TaskToken]
+    /// Scheduled background tasks, replacing the one stored under the same app and identifier.
+    public var schedules: [ScheduledTask]
+    public var removedSchedules: [ScheduleKey]
+    public var notifications: [PendingNotification]
+    public var removedNotifications: [NotificationID]
     /// Appended to the event log, in order; sequence numbers must be new.
     public var events: [LifecycleEvent]
-    /// Stored as high-water marks, and raised further if the batch's own events, sessions or
-    /// tasks go beyond them, so a number is never handed out twice after a restart.
+    /// Stored as high-water marks, and raised further if the batch's own events, sessions,
+    /// tasks or notifications go beyond them, so a number is never handed out twice after a
+    /// restart.
     public var counters: EngineCounters
 
     public init(sessions: [SceneSession] = [], removedSessions: [SessionID] = [], apps: [AppRecord] = [],
-                tasks: [BackgroundTask] = [], removedTasks: [TaskToken] = [], events: [LifecycleEvent] = [],
+                tasks: [BackgroundTask] = [], removedTasks: [TaskToken] = [], schedules: [ScheduledTask] = [],
+                removedSchedules: [ScheduleKey] = [], notifications: [PendingNotification] = [],
+                removedNotifications: [NotificationID] = [], events: [LifecycleEvent] = [],
                 counters: EngineCounters = .initial) {
         self.sessions = sessions
         self.removedSessions = removedSessions
         self.apps = apps
         self.tasks = tasks
         self.removedTasks = removedTasks
+        self.schedules = schedules
+        self.removedSchedules = removedSchedules
+        self.notifications = notifications
+        self.removedNotifications = removedNotifications
         self.events = events
         self.counters = counters
     }
@@ -32,40 +44,77 @@ public struct StoreBatch: Sendable {
     /// The batch for a run of effects: the records they name, with the engine's current values
     /// (each once, however often it was named), the events in order, and the engine's counters.
     public init<S: Sequence<Effect>>(effects: S, engine: LifecycleEngine) {
-        var sessionIDs: [SessionID] = []
-        var seenSessions: Set<SessionID> = []
-        var removedSessions: [SessionID] = []
-        var appIDs: [AppID] = []
-        var seenApps: Set<AppID> = []
-        var tokens: [TaskToken] = []
-        var seenTokens: Set<TaskToken> = []
-        var removedTasks: [TaskToken] = []
+        var named = NamedRecords()
         var events: [LifecycleEvent] = []
         for effect in effects {
-            switch effect {
-            case .event(let e): events.append(e)
-            case .sessionChanged(let id): if seenSessions.insert(id).inserted { sessionIDs.append(id) }
-            case .sessionRemoved(let id): removedSessions.append(id)
-            case .appChanged(let id): if seenApps.insert(id).inserted { appIDs.append(id) }
-            case .taskChanged(let t): if seenTokens.insert(t).inserted { tokens.append(t) }
-            case .taskRemoved(let t): removedTasks.append(t)
-            case .scheduleChanged, .scheduleRemoved, .notificationChanged, .notificationRemoved: break
-            }
+            if case .event(let e) = effect { events.append(e) } else { named.note(effect) }
         }
         // A record named and then removed has no current value: it is only removed.
-        self.init(sessions: sessionIDs.compactMap { engine.sessions[$0] }, removedSessions: removedSessions,
-                  apps: appIDs.compactMap { engine.apps[$0]?.storedFields }, tasks: tokens.compactMap { engine.tasks[$0] },
-                  removedTasks: removedTasks, events: events, counters: EngineCounters(engine))
+        self.init(sessions: named.sessions.compactMap { engine.sessions[$0] }, removedSessions: named.removedSessions,
+                  apps: named.apps.compactMap { engine.apps[$0]?.storedFields },
+                  tasks: named.tasks.compactMap { engine.tasks[$0] }, removedTasks: named.removedTasks,
+                  events: events, counters: EngineCounters(engine))
+        setBackgroundWork(named: named.schedules, named.notifications, schedules: engine.schedules,
+                          notifications: engine.notifications)
+    }
+
+    /// Sets `schedules`, `removedSchedules`, `notifications` and `removedNotifications` for the
+    /// named records: each one the engine's tables (`schedules`, `notifications`) hold is
+    /// written with its value, each they do not hold is removed. A schedule's key comes back
+    /// when the app submits the identifier again, so what the engine holds now decides, not
+    /// the order of the effects that named it.
+    public mutating func setBackgroundWork<K: Sequence<ScheduleKey>, N: Sequence<NotificationID>>(
+        named keys: K, _ ids: N, schedules current: [ScheduleKey: ScheduledTask],
+        notifications pending: [NotificationID: PendingNotification]) {
+        schedules.removeAll()
+        removedSchedules.removeAll()
+        notifications.removeAll()
+        removedNotifications.removeAll()
+        for key in keys {
+            if let task = current[key] { schedules.append(task) } else { removedSchedules.append(key) }
+        }
+        for id in ids {
+            if let n = pending[id] { notifications.append(n) } else { removedNotifications.append(id) }
+        }
     }
 
     /// No record changes. The counters alone do not need a commit: every counter change but the
     /// clock's comes with a record, and the clock is carried by the next commit.
-    public var isEmpty: Bool {
-        sessions.isEmpty && removedSessions.isEmpty && apps.isEmpty && tasks.isEmpty && removedTasks.isEmpty
-            && events.isEmpty
-    }
+    public var isEmpty: Bool { rowCount == 0 }
 
     public var rowCount: Int {
-        sessions.count + removedSessions.count + apps.count + tasks.count + removedTasks.count + events.count
+        sessions.count + removedSessions.count + apps.count + tasks.count + removedTasks.count + schedules.count
+            + removedSchedules.count + notifications.count + removedNotifications.count + events.count
+    }
+}
+
+/// The records a run of effects names, each once, in the order first named.
+private struct NamedRecords {
+    var sessions: [SessionID] = []
+    var removedSessions: [SessionID] = []
+    var apps: [AppID] = []
+    var tasks: [TaskToken] = []
+    var removedTasks: [TaskToken] = []
+    var schedules: [ScheduleKey] = []
+    var notifications: [NotificationID] = []
+    private var seenSessions: Set<SessionID> = []
+    private var seenApps: Set<AppID> = []
+    private var seenTasks: Set<TaskToken> = []
+    private var seenSchedules: Set<ScheduleKey> = []
+    private var seenNotifications: Set<NotificationID> = []
+
+    mutating func note(_ effect: Effect) {
+        switch effect {
+        case .event: break
+        case .sessionChanged(let id): if seenSessions.insert(id).inserted { sessions.append(id) }
+        case .sessionRemoved(let id): removedSessions.append(id)
+        case .appChanged(let id): if seenApps.insert(id).inserted { apps.append(id) }
+        case .taskChanged(let t): if seenTasks.insert(t).inserted { tasks.append(t) }
+        case .taskRemoved(let t): removedTasks.append(t)
+        case .scheduleChanged(let k), .scheduleRemoved(let k):
+            if seenSchedules.insert(k).inserted { schedules.append(k) }
+        case .notificationChanged(let n), .notificationRemoved(let n):
+            if seenNotifications.insert(n).inserted { notifications.append(n) }
+        }
     }
 }

@@ -26,6 +26,9 @@ enum Tuning {
     /// one batch). See SceneStore+Recovery.
     static let maxAllocationsPerCommit: UInt64 = 1 << 32
     static let maxTaskTokensPerCommit: UInt64 = 1 << 16
+    /// The same for notification ids: one queued and delivered in one batch leaves no row
+    /// either (its event may be trimmed, or the log off).
+    static let maxNotificationsPerCommit: UInt64 = 1 << 16
     /// The fewest bytes a row takes in a table page: a cell is never under 4 bytes, plus its
     /// 2-byte pointer. Lost bytes / this bounds the rows lost frames can hold.
     static let minimumRowBytes: UInt64 = 6

@@ -17,6 +17,7 @@ struct AppFields: Equatable, CustomStringConvertible {
     var sessions: [SessionID], pendingDiscards: [SessionID], tasks: [TaskToken]
     var idleSince: Timestamp?, backgroundEnteredAt: Timestamp?, launchedAt: Timestamp?
     var launches: UInt32, baseFootprint: UInt64
+    var activeModes: BackgroundModes
 
     init(_ a: AppRecord, storedOnly: Bool = false) {
         id = a.id
@@ -32,9 +33,12 @@ struct AppFields: Equatable, CustomStringConvertible {
         launchedAt = a.launchedAt
         launches = a.launches
         baseFootprint = a.baseFootprint
+        activeModes = a.activeModes
     }
 
-    var description: String { "\(id) \(process) pending=\(pendingDiscards) idle=\(String(describing: idleSince))" }
+    var description: String {
+        "\(id) \(process) pending=\(pendingDiscards) idle=\(String(describing: idleSince)) modes=[\(activeModes)]"
+    }
 }
 
 /// What a store must give back: every stored field of every record, and the counters.
@@ -48,6 +52,9 @@ func expectStoredState(_ loaded: EngineSnapshot, equals expected: EngineSnapshot
     #expect(loaded.nextSequence == expected.nextSequence, sourceLocation: sourceLocation)
     #expect(loaded.nextSessionNumber == expected.nextSessionNumber, sourceLocation: sourceLocation)
     #expect(loaded.nextTaskNumber == expected.nextTaskNumber, sourceLocation: sourceLocation)
+    #expect(loaded.schedules == expected.schedules, sourceLocation: sourceLocation)
+    #expect(loaded.notifications == expected.notifications, sourceLocation: sourceLocation)
+    #expect(loaded.nextNotificationNumber == expected.nextNotificationNumber, sourceLocation: sourceLocation)
 }
 
 /// Two engines in the same observable state (derived fields included).

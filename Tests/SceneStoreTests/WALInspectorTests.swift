@@ -113,6 +113,8 @@ import SceneCore
             #expect(loaded.snapshot.nextSequence > image.lastSequence)
             #expect(loaded.snapshot.nextSequence == intact + recovery.allowance)
             #expect(loaded.snapshot.nextTaskNumber == 1 + recovery.taskAllowance)
+            #expect(recovery.notificationAllowance == UInt64(found.unreplayedFrames) * Tuning.maxNotificationsPerCommit)
+            #expect(loaded.snapshot.nextNotificationNumber == 1 + recovery.notificationAllowance)
             // The log is folded in and emptied: the next start finds nothing to refuse.
             #expect(fileSize(image.wal) == 0)
             try store.commit(StoreBatch(sessions: [walSession(loaded.snapshot.nextSessionNumber)]))

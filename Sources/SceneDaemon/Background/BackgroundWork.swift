@@ -49,6 +49,11 @@ final class BackgroundWork {
                       pressure: pressure, blocked: blocked)
         if key == lastKey, nextCheck.map({ now < $0 }) ?? true { return nil }
         lastKey = key
+        // Nothing stored, nothing starting, nothing to cut short: the common case costs nothing.
+        if engine.schedules.isEmpty, engine.notifications.isEmpty, planner.launching.isEmpty, pressure == .normal {
+            nextCheck = nil
+            return nil
+        }
         let view = WakePlanner.View(now: now, pressure: pressure, blocked: blocked, startable: startable)
         let plan = planner.plan(engine, view, limits)
         nextCheck = plan.nextCheck

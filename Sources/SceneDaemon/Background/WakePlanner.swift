@@ -106,16 +106,23 @@ struct WakePlanner {
         for n in engine.notifications.values.sorted(by: { $0.id < $1.id }) where normal || n.priority == .high {
             add(n.app, at: n.queuedAt) { $0.notifications.append(n.id) }
         }
+        // Only the tasks within the window are sorted: the others only set the next check.
+        var soon: [ScheduledTask] = []
         var dueApps: Set<AppID> = []
-        for task in engine.schedules.values where task.earliestBegin <= view.now && (normal || task.kind != .processing) {
-            dueApps.insert(task.app)
+        for task in engine.schedules.values where normal || task.kind != .processing {
+            if task.earliestBegin <= horizon {
+                soon.append(task)
+                if task.earliestBegin <= view.now { dueApps.insert(task.app) }
+            } else {
+                nextDue = earliest(nextDue, task.earliestBegin)
+            }
         }
-        let tasks = engine.schedules.values.sorted { ($0.earliestBegin, $0.key) < ($1.earliestBegin, $1.key) }
-        for task in tasks where normal || task.kind != .processing {
+        soon.sort { ($0.earliestBegin, $0.key) < ($1.earliestBegin, $1.key) }
+        for task in soon {
             // A task joins its app's wake when the wake happens anyway and it falls due soon.
-            if task.earliestBegin <= view.now || (task.earliestBegin <= horizon && (dueApps.contains(task.app) || requests[task.app] != nil)) {
+            if task.earliestBegin <= view.now || dueApps.contains(task.app) || requests[task.app] != nil {
                 add(task.app, at: task.earliestBegin) { $0.tasks.append(task.identifier) }
-            } else if task.earliestBegin > view.now {
+            } else {
                 nextDue = earliest(nextDue, task.earliestBegin)
             }
         }

@@ -216,10 +216,10 @@ final class EngineHost {
         batch.tasks.reserveCapacity(pending.tasks.count)
         for token in pending.tasks { if let t = engine.tasks[token] { batch.tasks.append(t) } }
         batch.removedTasks = Array(pending.removedTasks)
+        batch.setBackgroundWork(named: pending.schedules, pending.notifications, schedules: engine.schedules,
+                                notifications: engine.notifications)
         batch.events = pending.events
-        batch.counters = EngineCounters(clock: engine.clock, nextSequence: engine.nextSequence,
-                                        nextSessionNumber: engine.nextSessionNumber,
-                                        nextTaskNumber: engine.nextTaskNumber)
+        batch.counters = EngineCounters(engine)
         return batch
     }
 

@@ -8,6 +8,10 @@ struct PendingChanges {
     var apps: Set<AppID> = []
     var tasks: Set<TaskToken> = []
     var removedTasks: Set<TaskToken> = []
+    /// Scheduled tasks and notifications named, changed or removed: the engine's state when the
+    /// batch is made says which (an identifier removed can be scheduled again at once).
+    var schedules: Set<ScheduleKey> = []
+    var notifications: Set<NotificationID> = []
     var events: [LifecycleEvent] = []
     /// Where each command's (or timer tick's) events begin in `events`: the journal makes one
     /// entry per state change, and a change never spans two commands.
@@ -16,7 +20,7 @@ struct PendingChanges {
 
     var isEmpty: Bool {
         sessions.isEmpty && removedSessions.isEmpty && apps.isEmpty && tasks.isEmpty && removedTasks.isEmpty
-            && events.isEmpty
+            && schedules.isEmpty && notifications.isEmpty && events.isEmpty
     }
 
     mutating func absorb(_ effects: [Effect]) {
@@ -40,8 +44,10 @@ struct PendingChanges {
             case .taskRemoved(let token):
                 tasks.remove(token)
                 removedTasks.insert(token)
-            case .scheduleChanged, .scheduleRemoved, .notificationChanged, .notificationRemoved:
-                break
+            case .scheduleChanged(let key), .scheduleRemoved(let key):
+                schedules.insert(key)
+            case .notificationChanged(let id), .notificationRemoved(let id):
+                notifications.insert(id)
             }
         }
     }
@@ -52,6 +58,8 @@ struct PendingChanges {
         apps.removeAllKeepingOrdinaryCapacity()
         tasks.removeAllKeepingOrdinaryCapacity()
         removedTasks.removeAllKeepingOrdinaryCapacity()
+        schedules.removeAllKeepingOrdinaryCapacity()
+        notifications.removeAllKeepingOrdinaryCapacity()
         events.removeAllKeepingOrdinaryCapacity()
         commandStarts.removeAllKeepingOrdinaryCapacity()
         lastApp = nil
