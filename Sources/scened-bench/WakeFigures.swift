@@ -14,7 +14,8 @@ struct WakeSettings {
     var rounds = max(1, option("--rounds", 200))
     var apps = max(1, option("--apps", 1000))
     var caps = stringOption("--caps", "4,32").split(separator: ",").compactMap { Int($0) }
-    /// Seconds from the end of scheduling to T (the tasks' due time).
+    /// Seconds from the first ScheduleBackgroundTask to T (the tasks' due time): every task
+    /// must be in by then.
     var lead = Double(max(1, option("--lead", 10)))
     var sampleInterval = 0.01
     /// Part 2's tasks of the coalescing case, seconds after T.
@@ -38,7 +39,7 @@ func wakeFigures() throws {
     let build = "release build"
     #endif
     say("\n== wake: background work (R34) ==")
-    say("conditions: \(build); \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs; \(loadLine("load average at start")); bench \(slack); euid \(geteuid())")
+    say("conditions: \(build); \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs; \(loadLine("load average at start")); kernel \(kernel()); bench \(slack); euid \(geteuid())")
     say("cgroups: the bench, its daemons and everything they start are below \(Cgroup.own() ?? "(no cgroup v2)")")
     if settings.parts.contains("1") { try notifyPart(settings) }
     if settings.parts.contains("2") {
@@ -82,6 +83,12 @@ private func notifyPart(_ settings: WakeSettings) throws {
 private func logTail(_ directory: String) -> String {
     let log = (try? readFile(directory + "/scened.log")) ?? ""
     return log.split(separator: "\n").filter { !$0.hasSuffix("0 sessions archived.") }.suffix(30).joined(separator: "\n")
+}
+
+private func kernel() -> String {
+    var u = utsname()
+    uname(&u)
+    return withUnsafeBytes(of: u.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
 }
 
 /// A process's timer slack (its timers fire up to this late), from /proc.
