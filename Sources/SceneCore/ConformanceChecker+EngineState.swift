@@ -177,7 +177,10 @@ extension ConformanceChecker {
                 found.flag(id, s, "task \(token) refers to session \(s), which is no longer open")
             }
             var deadline: Timestamp?
-            if let sent = t.expirationSentAt {
+            // A suspended process runs no timer (sleep suspends it with its tasks, R31).
+            if a.process != .running {
+                continue
+            } else if let sent = t.expirationSentAt {
                 if a.hasForegroundScene { found.flag(id, nil, "task \(token) has an expiration pending in the foreground") }
                 if sent + grace <= engine.clock {
                     found.flag(id, nil, "task \(token) outlived its expiration grace and its app still runs")

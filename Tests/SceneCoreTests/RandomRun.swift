@@ -8,12 +8,14 @@ struct Replica {
     var sessions: [SessionID: SceneSession] = [:]
     var apps: [AppID: AppRecord] = [:]
     var tasks: [TaskToken: BackgroundTask] = [:]
+    var schedules: [ScheduleKey: ScheduledTask] = [:]
+    var notifications: [NotificationID: PendingNotification] = [:]
 
     /// The persisted part of an app record (what `AppRecord`'s storage initializer takes).
     static func persisted(_ a: AppRecord) -> AppRecord {
         AppRecord(id: a.id, process: a.process, pendingDiscards: a.pendingDiscards, idleSince: a.idleSince,
                   backgroundEnteredAt: a.backgroundEnteredAt, launchedAt: a.launchedAt, launches: a.launches,
-                  baseFootprint: a.baseFootprint)
+                  baseFootprint: a.baseFootprint, activeModes: a.activeModes)
     }
 
     /// Applies the effects; returns a problem if an effect names something the engine lacks.
@@ -37,8 +39,20 @@ struct Replica {
             case .taskRemoved(let t):
                 if engine.tasks[t] != nil { return "taskRemoved(\(t)) for a task the engine still holds" }
                 tasks[t] = nil
-            case .scheduleChanged, .scheduleRemoved, .notificationChanged, .notificationRemoved:
-                break
+            case .scheduleChanged(let key):
+                guard let task = engine.schedules[key] else { return "scheduleChanged(\(key)) for a schedule the engine lacks" }
+                schedules[key] = task
+            case .scheduleRemoved(let key):
+                if engine.schedules[key] != nil && !effects.contains(.scheduleChanged(key)) {
+                    return "scheduleRemoved(\(key)) for a schedule the engine still holds"
+                }
+                schedules[key] = nil
+            case .notificationChanged(let id):
+                if let n = engine.notifications[id] { notifications[id] = n }
+                else if !effects.contains(.notificationRemoved(id)) { return "notificationChanged(\(id)) for one the engine lacks" }
+            case .notificationRemoved(let id):
+                if engine.notifications[id] != nil { return "notificationRemoved(\(id)) for one the engine still holds" }
+                notifications[id] = nil
             }
         }
         return nil
@@ -51,6 +65,8 @@ struct Replica {
             return "persisted sessions differ from the engine's for \(ids.sorted())"
         }
         if tasks != engine.tasks { return "persisted tasks differ from the engine's" }
+        if schedules != engine.schedules { return "persisted schedules differ from the engine's" }
+        if notifications != engine.notifications { return "persisted notifications differ from the engine's" }
         let engineApps = engine.apps.mapValues(Self.persisted)
         if apps != engineApps {
             let ids = Set(apps.keys).union(engineApps.keys).filter { apps[$0] != engineApps[$0] }
@@ -64,7 +80,10 @@ struct Replica {
         EngineSnapshot(apps: apps.values.sorted { $0.id < $1.id }, sessions: sessions.values.sorted { $0.id < $1.id },
                        tasks: tasks.values.sorted { $0.token < $1.token }, clock: engine.clock,
                        nextSequence: engine.nextSequence, nextSessionNumber: engine.nextSessionNumber,
-                       nextTaskNumber: engine.nextTaskNumber)
+                       nextTaskNumber: engine.nextTaskNumber,
+                       schedules: schedules.values.sorted { $0.key < $1.key },
+                       notifications: notifications.values.sorted { $0.id < $1.id },
+                       nextNotificationNumber: engine.nextNotificationNumber)
     }
 }
 
@@ -76,6 +95,7 @@ struct RandomRun {
     var eventCounts: [EventName: Int] = [:]
     var errorCounts: [String: Int] = [:]
     var commandsApplied = 0
+    var backgroundCounts = BackgroundCounts()
 
     init(configuration: EngineConfiguration) {
         engine = LifecycleEngine(configuration: configuration)
@@ -106,6 +126,7 @@ struct RandomRun {
         for e in timerEvents { eventCounts[e.name, default: 0] += 1 }
         for e in ownEvents { eventCounts[e.name, default: 0] += 1 }
         if let problem = Self.checkTimerStamps(timerEvents, before: before) { return problem }
+        backgroundCounts.note(command, failed: failure != nil, before: before, probe: probe, events: timerEvents + ownEvents)
 
         switch (CommandOracle.predict(command, in: probe), failure) {
         case (.refused(let expected), let error?):
@@ -115,7 +136,9 @@ struct RandomRun {
             // What `snapshot` holds, compared without sorting (ErrorTests compare snapshots).
             if engine.sessions != probe.sessions || engine.apps != probe.apps || engine.tasks != probe.tasks
                 || engine.clock != probe.clock || engine.nextSequence != probe.nextSequence
-                || engine.nextSessionNumber != probe.nextSessionNumber || engine.nextTaskNumber != probe.nextTaskNumber {
+                || engine.nextSessionNumber != probe.nextSessionNumber || engine.nextTaskNumber != probe.nextTaskNumber
+                || engine.schedules != probe.schedules || engine.notifications != probe.notifications
+                || engine.nextNotificationNumber != probe.nextNotificationNumber || engine.nextScheduleDue != probe.nextScheduleDue {
                 return "a refused command changed the engine"
             }
         case (.refused(let expected), nil):
@@ -133,6 +156,10 @@ struct RandomRun {
                 if result != .session(SessionID(probe.nextSessionNumber)) { return "connect returned \(String(describing: result))" }
             case .beginTask:
                 if result != .task(TaskToken(probe.nextTaskNumber)) { return "beginTask returned \(String(describing: result))" }
+            case .queueNotification:
+                if result != .notification(NotificationID(probe.nextNotificationNumber)) {
+                    return "queueNotification returned \(String(describing: result))"
+                }
             default:
                 if result != .done { return "\(command) returned \(String(describing: result))" }
             }
@@ -162,9 +189,28 @@ struct RandomRun {
     static func checkTimerStamps(_ timerEvents: [LifecycleEvent], before: LifecycleEngine) -> String? {
         let config = before.configuration
         var sentNow: [TaskToken: Timestamp] = [:]
+        var wakeSentNow: [AppID: [String: Timestamp]] = [:]
         for e in timerEvents {
-            if e.cause != .timer { return "timer event \(e) has cause \(e.cause)" }
             guard let app = before.apps[e.app] else { return "timer event for unknown app: \(e)" }
+            if e.cause == .background && e.name == .suspended {
+                // The last open item of a wake closed unanswered (R34).
+                let closes = app.wakes.compactMap { item -> Timestamp? in
+                    if item.kind == .notification { return item.deadline }
+                    return (item.expirationSentAt ?? wakeSentNow[e.app]?[LifecycleEngine.name(of: item.subject)])
+                        .map { $0 + config.expirationGrace }
+                }
+                if !closes.contains(e.time) { return "\(e) at \(e.time) is no wake item's closing time (\(closes))" }
+                continue
+            }
+            if e.cause != .timer { return "timer event \(e) has cause \(e.cause)" }
+            if e.name == .backgroundTaskWillExpire, case .wake(let detail) = e.detail {
+                guard let item = app.wakes.first(where: { $0.subject == .task(detail.identifier) }),
+                      item.expirationSentAt == nil, item.deadline == e.time else {
+                    return "\(e) at \(e.time) is not its wake item's deadline"
+                }
+                wakeSentNow[e.app, default: [:]][detail.identifier] = e.time
+                continue
+            }
             switch e.name {
             case .suspended:
                 guard let idle = app.idleSince, e.time == idle + config.suspendDelay else {
@@ -225,6 +271,8 @@ struct RandomRun {
             if after.apps[app]?.process != want { return "\(command) left the app \(String(describing: after.apps[app]?.process))" }
         case .endTask(let t):
             if after.tasks[t] != nil { return "endTask left the task" }
+        case .scheduleTask, .cancelTask, .wake, .endWake, .beginActivity, .endActivity:
+            if let problem = backgroundPostcondition(command, before: before, after: after) { return problem }
         case .saveState(let id, let data):
             if after.sessions[id]?.restoration != data { return "saveState did not save" }
         case .saveUserInfo(let id, let info):
@@ -263,6 +311,9 @@ struct CommandGenerator {
     /// Also draw what the system does (holds, sleep, a stop: R28–R33). Off, the draws are
     /// exactly those of the generator before system events existed.
     var systemEvents = false
+    /// Also draw background work (R34): schedules, notifications, wakes, modes.
+    var backgroundWork = true
+    var backgroundPercent = 10
 
     init(seed: UInt64, appCount: Int) {
         rng = SplitMix64(seed: seed)
@@ -330,6 +381,7 @@ struct CommandGenerator {
         // Now and then a command stamped before the clock: it must run at the clock.
         let time = rng.chance(1) ? now - .seconds(1) : now
         if systemEvents && rng.chance(10) { return (systemCommand(engine), time) }
+        if backgroundWork && rng.chance(backgroundPercent) { return (backgroundCommand(engine), time) }
         let crowded = open.count > 40
         let roll = rng.below(crowded ? 110 : 100)
         let command: Command

@@ -120,10 +120,12 @@ import Testing
 
     /// Runs `steps` random commands; returns the run for coverage checks, or records the failure.
     static func run(seed: UInt64, steps: Int, appCount: Int, configuration: EngineConfiguration,
-                    systemEvents: Bool = false, sourceLocation: SourceLocation = #_sourceLocation) -> RandomRun? {
+                    systemEvents: Bool = false, backgroundPercent: Int = 10,
+                    sourceLocation: SourceLocation = #_sourceLocation) -> RandomRun? {
         var run = RandomRun(configuration: configuration)
         var generator = CommandGenerator(seed: seed, appCount: appCount)
         generator.systemEvents = systemEvents
+        generator.backgroundPercent = backgroundPercent
         var entries: [Entry] = []
         entries.reserveCapacity(steps)
         for step in 0..<steps {

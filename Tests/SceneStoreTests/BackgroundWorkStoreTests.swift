@@ -188,6 +188,39 @@ import SceneCore
         }
     }
 
+    /// A flood: every app of 80 at its limits (64 notifications of 1 KB, 32 schedules) in one
+    /// batch, loaded back, then all delivered in one batch. Bounded in time even in a debug build.
+    @Test func aFloodCommitsAndLoadsWhole() throws {
+        try withTemporaryDirectory { dir in
+            let store = try SceneStore(path: dir.file("scened.db"), durability: .normal)
+            let apps = (0..<80).map { AppID("org.flood.app\($0)")! }
+            let pad = String(repeating: "f", count: 1000)
+            var batch = StoreBatch(apps: apps.map { AppRecord(id: $0) })
+            for (i, app) in apps.enumerated() {
+                batch.notifications += (0..<64).map {
+                    Self.notification(UInt64(i * 64 + $0 + 1), app, payload: #"{"pad":"\#(pad)"}"#)
+                }
+                batch.schedules += (0..<32).map { Self.schedule(app, "task\($0)", $0 % 2 == 0 ? .refresh : .processing) }
+            }
+            let started = monotonicNanoseconds()
+            try store.commit(batch)
+            let committed = monotonicNanoseconds()
+            let loaded = try store.load()
+            let read = monotonicNanoseconds()
+            #expect(loaded.notifications == batch.notifications)
+            #expect(loaded.schedules == batch.schedules.sorted { $0.key < $1.key })
+            #expect(loaded.nextNotificationNumber == 5121)
+            try store.commit(StoreBatch(removedSchedules: batch.schedules.map(\.key),
+                                        removedNotifications: batch.notifications.map(\.id)))
+            let removed = monotonicNanoseconds()
+            let empty = try store.load()
+            #expect(empty.notifications.isEmpty && empty.schedules.isEmpty && empty.nextNotificationNumber == 5121)
+            print("flood: 5,120 notifications + 2,560 schedules committed in \((committed - started) / 1_000_000) ms, "
+                  + "loaded in \((read - committed) / 1_000_000) ms, removed in \((removed - read) / 1_000_000) ms")
+            #expect(removed - started < 20_000_000_000, "the flood took over 20 s")
+        }
+    }
+
     // MARK: - From effects
 
     /// The engine's tables decide: a named key it holds is written with its value, one it does
