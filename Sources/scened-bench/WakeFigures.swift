@@ -3,9 +3,9 @@ import ProcessKit
 
 // `scened-bench wake`: background work (R34), in two parts.
 //   1. Notify to a suspended, frozen app → its notification handler running (a probe scened
-//      starts, this binary's `wake-probe` mode), N rounds, beside the kernel's floor measured
-//      in the same run: a process of ours blocked reading a pipe that already holds a byte,
-//      frozen, then cgroup.freeze=0 → its answer. Target: p99 ≤ 2 × floor p99 + 1 ms.
+//      starts, this binary's `wake-probe` mode), N rounds, each after a round of the kernel's
+//      floor: a process of ours blocked reading a pipe that already holds a byte, frozen,
+//      then cgroup.freeze=0 → its answer. Target: p99 ≤ 2 × floor p99 + 1 ms.
 //   2. A thousand attached apps whose refresh tasks fall due in the same second: the wakes,
 //      the peak number of apps awake at once against MaxConcurrentWakes=, the time until every
 //      task completed, scened's CPU time; then three tasks each within 10 s, one thaw for them.
@@ -56,17 +56,16 @@ private func notifyPart(_ settings: WakeSettings) throws {
     let directory = makeDirectory()
     defer { removeTree(directory) }
     let bench = NotifyBench(rounds: settings.rounds, directory: directory, durability: settings.durability)
-    var s = NotifySamples()
     let p = [0.5, 0.99, 1]
-    say("\n-- 1. Notify → the notification handler of a frozen app, \(settings.rounds) rounds (after one that started it), beside the kernel's floor --")
-    try bench.kernelFloor(&s)
-    say("kernel floor: one process of the bench's in \(s.floorCgroup), blocked reading a FIFO; frozen, a byte written, then cgroup.freeze=0")
-    say(row("cgroup.freeze=0 written → its answer", spread(s.floor, p)))
-    say(row("cgroup.freeze=0 written → the bench read it", spread(s.floorSeen, p)))
-    do { try bench.scenedRounds(&s) } catch {
+    say("\n-- 1. Notify → the notification handler of a frozen app, \(settings.rounds) rounds (after one that started it), each after a round of the kernel's floor --")
+    let s: NotifySamples
+    do { s = try bench.run() } catch {
         say("scened's log, last lines:\n" + logTail(directory))
         throw error
     }
+    say("kernel floor: one process of the bench's in \(s.floorCgroup), blocked reading a FIFO; frozen, a byte written, then cgroup.freeze=0")
+    say(row("cgroup.freeze=0 written → its answer", spread(s.floor, p)))
+    say(row("cgroup.freeze=0 written → the bench read it", spread(s.floorSeen, p)))
     say("daemon: private scened, Durability=\(settings.durability), LogLevel=notice, SuspendDelaySec=\(NotifyBench.suspendDelay), [Background] defaults; state directory on \(filesystem(of: directory)); its timer slack \(s.daemonSlack)")
     say("app: \(NotifyBench.app), ExecStart=\(benchBinary) wake-probe FIFO; it writes its CLOCK_MONOTONIC time to the FIFO as it reads didReceiveNotification, then Acknowledges it; each round waits for frozen 1 in \(s.cgroup) and 5 ms before its Notify; a Monitor stream open for the event times")
     say(row("Notify written → handler running", spread(s.handler, p)))

@@ -42,8 +42,13 @@ final class NotifyBench {
 
     static let suspendDelay = "100ms"
 
-    /// scened's rounds: Notify to the probe, frozen between rounds.
-    func scenedRounds(_ samples: inout NotifySamples) throws {
+    /// Alternating rounds: the kernel's floor, then Notify to the probe (frozen between
+    /// rounds), so that both meet the same moments of the machine's other work.
+    func run() throws -> NotifySamples {
+        var samples = NotifySamples()
+        let floor = try FreezeFloor(directory: directory)
+        defer { floor.end() }
+        samples.floorCgroup = floor.cgroup.path
         let fifo = directory + "/probe.fifo"
         try makeFifo(fifo)
         let reader = try LineReader(fifo: fifo)
@@ -63,8 +68,12 @@ final class NotifyBench {
         let watch = try warmUp(control, reader)
         samples.cgroup = watch.path
         for round in 0..<rounds {
+            let (ran, seen) = try floor.round()
+            samples.floor.append(ran)
+            samples.floorSeen.append(seen)
             try notifyRound(round, control, log, reader, watch, &samples)
         }
+        return samples
     }
 
     /// The first Notify starts the probe (scened launches it for the wake); returns the watch
@@ -119,22 +128,29 @@ final class NotifyBench {
         return now()
     }
 
-    /// A process of ours blocked reading a pipe in a scratch cgroup: frozen, a byte written to
-    /// the pipe, then cgroup.freeze=0 → its answer. What any thaw-for-a-message costs at least.
-    func kernelFloor(_ samples: inout NotifySamples) throws {
+}
+
+/// The kernel's floor for a thaw that delivers a message: a process of ours (`wake-echo`) in a
+/// scratch cgroup, blocked reading a FIFO; each round freezes it, writes a byte to the FIFO,
+/// then cgroup.freeze=0 → its answer.
+final class FreezeFloor {
+    let cgroup: Cgroup
+    private let answers: LineReader
+    private let feed: Int32
+    private let process: SpawnedProcess
+    private let watch: FreezeWatch
+
+    init(directory: String) throws {
         guard let own = Cgroup.own() else { throw BenchError("no cgroup v2 hierarchy for the kernel's floor") }
         let path = own + "/wake-floor"
-        let cgroup: Cgroup
         do { cgroup = try Cgroup.create(path) } catch { throw BenchError("scratch cgroup \(path): \(error)") }
-        samples.floorCgroup = path
         let input = directory + "/floor-in", output = directory + "/floor-out"
         try makeFifo(input)
         try makeFifo(output)
-        let answers = try LineReader(fifo: output)
+        answers = try LineReader(fifo: output)
         // Read and write: opening never waits for the child, and the child's open does not either.
-        let feed = open(input, O_RDWR | O_CLOEXEC)
+        feed = open(input, O_RDWR | O_CLOEXEC)
         guard feed >= 0 else { throw BenchError("open \(input): \(errnoText())") }
-        let process: SpawnedProcess
         do {
             process = try ProcessSpawner.spawn(LaunchSpec(executable: benchBinary, arguments: [benchBinary, "wake-echo", input, output],
                                                           environment: ["PATH=/usr/bin:/bin"], cgroup: path))
@@ -142,26 +158,35 @@ final class NotifyBench {
             close(feed)
             throw BenchError("spawn wake-echo: \(error)")
         }
-        defer { endFloor(cgroup, process, feed) }
-        var byte: UInt8 = 1
-        guard write(feed, &byte, 1) == 1 else { throw BenchError("write \(input): \(errnoText())") }
+        watch = try FreezeWatch(cgroup: path)
+        try poke()
         _ = try answers.next(timeout: 10, "wake-echo's first answer")
-        let watch = try FreezeWatch(cgroup: path)
-        for _ in 0..<rounds {
-            usleep(5_000)
-            do { try cgroup.freeze() } catch { throw BenchError("freeze \(path): \(error)") }
-            _ = try awaitFrozen(watch, "wake-echo frozen")
-            guard write(feed, &byte, 1) == 1 else { throw BenchError("write \(input): \(errnoText())") }
-            let t0 = now()
-            do { try cgroup.thaw() } catch { throw BenchError("thaw \(path): \(error)") }
-            let (line, seen) = try answers.next(timeout: 10, "wake-echo's answer")
-            guard let ran = Double(line) else { throw BenchError("wake-echo wrote \"\(line)\"") }
-            samples.floor.append(ran - t0)
-            samples.floorSeen.append(seen - t0)
-        }
     }
 
-    private func endFloor(_ cgroup: Cgroup, _ process: SpawnedProcess, _ feed: Int32) {
+    private func poke() throws {
+        var byte: UInt8 = 1
+        guard write(feed, &byte, 1) == 1 else { throw BenchError("write to wake-echo: \(errnoText())") }
+    }
+
+    /// One round: cgroup.freeze=0 written → the answer's own time, and → the bench's read of it.
+    func round() throws -> (ran: Double, seen: Double) {
+        usleep(5_000)
+        do { try cgroup.freeze() } catch { throw BenchError("freeze \(cgroup.path): \(error)") }
+        let deadline = now() + 10
+        while watch.frozen() != true {
+            if now() > deadline { throw BenchError("wake-echo not frozen within 10 s") }
+            usleep(200)
+        }
+        try poke()
+        let t0 = now()
+        do { try cgroup.thaw() } catch { throw BenchError("thaw \(cgroup.path): \(error)") }
+        let (line, seen) = try answers.next(timeout: 10, "wake-echo's answer")
+        guard let ran = Double(line) else { throw BenchError("wake-echo wrote \"\(line)\"") }
+        return (ran - t0, seen - t0)
+    }
+
+    /// Its input closed, the cgroup killed, the process reaped, the cgroup removed.
+    func end() {
         close(feed)
         try? cgroup.kill()
         try? cgroup.thaw()
