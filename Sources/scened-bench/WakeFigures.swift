@@ -67,10 +67,11 @@ private func notifyPart(_ settings: WakeSettings) throws {
     say(row("cgroup.freeze=0 written → its answer", spread(s.floor, p)))
     say(row("cgroup.freeze=0 written → the bench read it", spread(s.floorSeen, p)))
     say("daemon: private scened, Durability=\(settings.durability), LogLevel=notice, SuspendDelaySec=\(NotifyBench.suspendDelay), [Background] defaults; state directory on \(filesystem(of: directory)); its timer slack \(s.daemonSlack)")
-    say("app: \(NotifyBench.app), ExecStart=\(benchBinary) wake-probe FIFO; it writes its CLOCK_MONOTONIC time to the FIFO as it reads didReceiveNotification, then Acknowledges it; each round waits for frozen 1 in \(s.cgroup) and 5 ms before its Notify; a Monitor stream open for the event times")
+    say("app: \(NotifyBench.app), ExecStart=\(benchBinary) wake-probe FIFO; it writes its CLOCK_MONOTONIC time to the FIFO once it has read and parsed didReceiveNotification (and when its poll for it returned), then Acknowledges it; each round waits for frozen 1 in \(s.cgroup) and 5 ms before its Notify; a Monitor stream open for the event times")
     say(row("Notify written → handler running", spread(s.handler, p)))
     say(row("Notify written → event made (daemon)", spread(s.made, p)))
     say(row("Notify written → Notify reply read", spread(s.replied, p)))
+    say(row("Notify written → the probe's poll returned", spread(s.woken, p)))
     say(row("handler running → frozen 1 again", spread(s.refrozen, p)))
     let p99 = percentile(s.handler.sorted(), 0.99) ?? .nan
     let floor = percentile(s.floor.sorted(), 0.99) ?? .nan

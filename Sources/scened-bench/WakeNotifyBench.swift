@@ -9,6 +9,8 @@ import Varlink
 struct NotifySamples {
     /// Notify written → the probe's handler running (its own clock).
     var handler: [Double] = []
+    /// Notify written → the probe's wait for the event ended (its poll returned).
+    var woken: [Double] = []
     /// Notify written → the didReceiveNotification event made (the daemon's event time).
     var made: [Double] = []
     /// Notify written → its reply read.
@@ -99,7 +101,7 @@ final class NotifyBench {
         try TimedConnection.check(reply, "Notify")
         let (line, _) = try reader.next(timeout: 30, "the probe's handler (round \(round))")
         let fields = line.split(separator: " ")
-        guard fields.count == 2, let ran = Double(fields[0]), let seq = Int64(fields[1]) else {
+        guard fields.count == 3, let ran = Double(fields[0]), let seq = Int64(fields[1]), let woken = Double(fields[2]) else {
             throw BenchError("the probe wrote \"\(line)\"")
         }
         let frozenAt = try awaitFrozen(watch, "the probe frozen again (round \(round))")
@@ -110,6 +112,7 @@ final class NotifyBench {
             throw BenchError("round \(round): the probe handled seq \(seq), which is \(event.name) of \(event.app)")
         }
         samples.handler.append(ran - sent)
+        samples.woken.append(woken - sent)
         samples.replied.append(repliedAt - sent)
         samples.made.append(Double(event.time) / 1e6 - offset - sent)
         samples.refrozen.append(frozenAt - ran)

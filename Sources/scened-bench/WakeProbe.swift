@@ -3,7 +3,8 @@ import Varlink
 
 // The two processes `scened-bench wake` measures with, run as this same binary:
 //   wake-probe FIFO   the app scened starts (ExecStart=): attaches as $SCENED_APP, and on each
-//                     didReceiveNotification writes "<CLOCK_MONOTONIC s> <seq>\n" to FIFO, then
+//                     didReceiveNotification writes "<CLOCK_MONOTONIC s> <seq> <woken s>\n" to
+//                     FIFO (woken: when its wait for the event ended), then
 //                     acknowledges the event so that scened suspends (and freezes) it again;
 //   wake-echo IN OUT  the kernel's floor: blocks reading IN; for each byte it reads it writes
 //                     "<CLOCK_MONOTONIC s>\n" to OUT.
@@ -26,35 +27,65 @@ func wakeProbe(fifo: String) -> Int32 {
     do {
         // Attach holds its connection: answers go on a second one.
         let answers = try VarlinkClient(path: socket, timeout: .seconds(30))
-        let stream = try VarlinkClient(path: socket)
-        try stream.callMore("io.scened.App.Attach", ["app": .string(app)]) { reply in
-            guard let event = reply["event"], let name = event["event"]?.stringValue,
-                  let seq = event["seq"]?.intValue else { return true }
-            switch name {
-            case "didReceiveNotification":
-                let line = "\(now()) \(seq)\n"
-                guard line.withCString({ write(out, $0, strlen($0)) }) > 0 else {
-                    throw BenchError("the bench closed \(fifo): \(errnoText())")
-                }
-                _ = try answers.call("io.scened.App.Acknowledge", ["app": .string(app), "seq": .int(seq)])
-            case "performBackgroundTask":
-                // Not measured here; completed so that the app is suspended again.
-                if let identifier = event["identifier"]?.stringValue {
-                    _ = try answers.call("io.scened.App.CompleteBackgroundTask",
-                                         ["app": .string(app), "identifier": .string(identifier), "success": true])
-                }
-            case "willTerminate", "didEnterBackground":
-                _ = try answers.call("io.scened.App.Acknowledge", ["app": .string(app), "seq": .int(seq)])
-            default:
-                break
+        let stream = try FramedConnection(socket: socket)
+        stream.queue(VarlinkCall(method: "io.scened.App.Attach", parameters: ["app": .string(app)], more: true).encoded())
+        guard stream.flush() else { throw BenchError("scened closed the Attach connection") }
+        var scratch = [UInt8](repeating: 0, count: 1 << 16)
+        // When the first wait since the app was suspended (or handled its last notification)
+        // ended: the thaw's wake-up, even if `resumed` and the notification come in two reads.
+        var woken: Double?
+        while true {
+            // Its own loop rather than VarlinkClient's, to stamp when the wait ended apart from
+            // when the handler runs (the event parsed).
+            var p = pollfd(fd: stream.fd, events: Int16(POLLIN), revents: 0)
+            if poll(&p, 1, -1) < 0 && errno != EINTR { throw BenchError("poll: \(errnoText())") }
+            let at = woken ?? now()
+            woken = at
+            var messages: [JSONObject] = []
+            let open = stream.read(&scratch) { raw in
+                if let object = (try? JSONParser.parse(raw))?.objectValue { messages.append(object) }
             }
-            return true
+            for message in messages {
+                if let error = message["error"]?.stringValue { throw BenchError("Attach: \(error)") }
+                if try probeHandle(message["parameters"]?["event"], app: app, woken: at, out: out, answers: answers) {
+                    woken = nil
+                }
+            }
+            if !open { return 0 }
         }
-        return 0
     } catch {
         probeLog("wake-probe (\(app)): \(error)")
         return 1
     }
+}
+
+/// One event of the probe's app: a notification is stamped ("<handler> <seq> <woken>\n" to
+/// the FIFO) and acknowledged; bounded callbacks and tasks are answered so that scened
+/// suspends it again. True for a notification and for `suspended`: the next wait is the
+/// next wake's.
+private func probeHandle(_ event: JSONValue?, app: String, woken: Double, out: Int32, answers: VarlinkClient) throws -> Bool {
+    guard let event, let name = event["event"]?.stringValue, let seq = event["seq"]?.intValue else { return false }
+    switch name {
+    case "didReceiveNotification":
+        let line = "\(now()) \(seq) \(woken)\n"
+        guard line.withCString({ write(out, $0, strlen($0)) }) > 0 else {
+            throw BenchError("the bench closed its FIFO: \(errnoText())")
+        }
+        _ = try answers.call("io.scened.App.Acknowledge", ["app": .string(app), "seq": .int(seq)])
+        return true
+    case "performBackgroundTask":
+        if let identifier = event["identifier"]?.stringValue {
+            _ = try answers.call("io.scened.App.CompleteBackgroundTask",
+                                 ["app": .string(app), "identifier": .string(identifier), "success": true])
+        }
+    case "willTerminate", "didEnterBackground":
+        _ = try answers.call("io.scened.App.Acknowledge", ["app": .string(app), "seq": .int(seq)])
+    case "suspended":
+        return true
+    default:
+        break
+    }
+    return false
 }
 
 /// `wake-echo IN OUT`: exits 0 at the end of IN, 1 on an error.
