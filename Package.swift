@@ -11,6 +11,7 @@ let package = Package(
         // UIKit-style app side of io.scened.App: ApplicationDelegate, SceneDelegate, SceneApplication.
         .library(name: "SceneClient", targets: ["SceneClient"]),
         .executable(name: "scene-notes", targets: ["scene-notes"]),
+        .executable(name: "varlink-certification", targets: ["varlink-certification"]),
     ],
     targets: [
         // C libraries from Debian, reached through system-library modules.
@@ -63,6 +64,9 @@ let package = Package(
         // Trace replay of the reclaim policy against baselines on a virtual clock (§3.7).
         .target(name: "SceneReplay", dependencies: ["SceneCore", "SceneTrace", "Varlink"]),
         .executableTarget(name: "scene-replay", dependencies: ["SceneReplay"]),
+        // The Varlink project's certification (org.varlink.certification), server and client,
+        // on the Varlink module alone: proves the wire layer against other implementations.
+        .executableTarget(name: "varlink-certification", dependencies: ["Varlink"]),
 
         // Test support shared by the test targets (which cannot import each other): child
         // processes, the notify listener, temporary directories and files, timing, the built

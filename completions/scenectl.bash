@@ -11,6 +11,12 @@ __scenectl_ids() {
         while read -r id _; do printf '%s\n' "$id"; done
 }
 
+# The tokens of the open background tasks: the first table of scenectl tasks (the tables of
+# scheduled work after it start with an app id).
+__scenectl_tokens() {
+    __scenectl_ids tasks | grep '^t[0-9][0-9]*$'
+}
+
 # The tokens of the interruptions held now (scenectl status --json=short), or nothing.
 __scenectl_interruptions() {
     scenectl "${__scenectl_socket[@]}" --json=short --no-pager status 2>/dev/null |
@@ -26,9 +32,10 @@ _scenectl() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
     local -a __scenectl_socket=()
     local global_flags='-h --help --version -v --verbose -q --quiet -j --json --json= --legend= --no-legend --no-pager --socket'
-    local verbs='status reload monitor top logs pressure simulate export-trace list show connect activate deactivate
+    local verbs='status reload monitor top logs pressure simulate export-trace metrics list show connect activate deactivate
         background disconnect discard save-state set-user-info set-footprint set-protected apps show-app
-        launch terminate memory-warning set-app-footprint tasks task interrupt end-interruption help'
+        launch terminate memory-warning set-app-footprint tasks task notify schedule cancel-task interrupt
+        end-interruption help'
 
     # "--opt=value": bash splits at "=" (COMP_WORDBREAKS), so the option is two words back.
     local eq=
@@ -71,7 +78,7 @@ _scenectl() {
                     --configuration | --footprint | --user-info | --restore-cost | --base64 | --name | \
                     --state | --condition | --policy | --budget | --svg | --generate | --seed | --size | \
                     --out | --scenarios | --seeds | --budgets | --sessions | --aging | --settle | --delay | --level | --limit | -n | --since | \
-                    --order | --legend | -d | -o | --reason)
+                    --order | --legend | -d | -o | --reason | --priority | --kind | --at | --in)
                     ((i++))
                     [[ ${COMP_WORDS[i]} == = ]] && ((i++))
                     ;;
@@ -114,12 +121,15 @@ _scenectl() {
         --role) __scenectl_reply 'windowApplication windowExternalDisplayNonInteractive carTemplateApplication
             volumetricApplication immersiveSpaceApplication'; return ;;
         --policy) __scenectl_reply 'ours lru largest chrome lmkd opt'; return ;;
+        --format) __scenectl_reply 'openmetrics prometheus'; return ;;
         --generate | --scenarios) __scenectl_reply 'mix pingpong size spikes acks'; return ;;
         --size) __scenectl_reply 'fixture full'; return ;;
         --order | -o) __scenectl_reply 'footprint state name activity'; return ;;
         --lines | -n) __scenectl_reply 'all 10 50 100'; return ;;
+        --priority) __scenectl_reply 'normal high'; return ;;
+        --kind) __scenectl_reply 'refresh processing'; return ;;
         --since | --for | --configuration | --footprint | --user-info | --restore-cost | --base64 | --name | -d | \
-            --budget | --seed | --seeds | --budgets | --sessions | --aging | --settle | --delay | --reason)
+            --budget | --seed | --seeds | --budgets | --sessions | --aging | --settle | --delay | --reason | --at | --in)
             return ;;
     esac
 
@@ -132,15 +142,18 @@ _scenectl() {
             logs) own='--app -n --lines -f --follow --journal-directory' ;;
             'pressure set') own='--for' ;;
             'pressure plan') own='--level -n --limit' ;;
-            'pressure chart') own='--svg --since' ;;
-            simulate) own='--policy --budget --svg --generate --seed --size --out --sweep --scenarios --seeds
+            'pressure chart') own='--svg --since --all' ;;
+            simulate) own='--policy --budget --svg --all --generate --seed --size --out --sweep --scenarios --seeds
                 --budgets --decision-bench --sessions --log --aging --settle --actions' ;;
             export-trace) own='--since -o --output' ;;
+            metrics) own='--format' ;;
             list) own='--app --state --condition' ;;
             show) own='-n --lines --journal-directory' ;;
             connect) own='--role --configuration --footprint --background --user-info --protected --restore-cost' ;;
             save-state) own='--base64 --clear' ;;
             'task begin') own='--app --name' ;;
+            notify) own='--priority' ;;
+            schedule) own='--kind --at --in' ;;
             interrupt) own='--reason' ;;
         esac
         __scenectl_reply "$global_flags $own"
@@ -162,10 +175,10 @@ _scenectl() {
             if [[ $n -eq 0 ]]; then __scenectl_reply "$(__scenectl_ids list)"
             elif [[ $n -eq 1 ]]; then __scenectl_reply 'yes no'
             fi ;;
-        show-app | launch | terminate | set-app-footprint | connect)
+        show-app | launch | terminate | set-app-footprint | connect | notify | schedule | cancel-task)
             [[ $n -eq 0 ]] && __scenectl_reply "$(__scenectl_ids apps)" ;;
         memory-warning) __scenectl_reply "$(__scenectl_ids apps)" ;;
-        'task end') [[ $n -eq 0 ]] && __scenectl_reply "$(__scenectl_ids tasks)" ;;
+        'task end') [[ $n -eq 0 ]] && __scenectl_reply "$(__scenectl_tokens)" ;;
         interrupt) [[ $n -eq 0 ]] && COMPREPLY=($(compgen -c -- "$cur")) ;;
         end-interruption) [[ $n -eq 0 ]] && __scenectl_reply "$(__scenectl_interruptions)" ;;
         'pressure set') [[ $n -eq 0 ]] && __scenectl_reply 'warning critical' ;;

@@ -9,12 +9,22 @@ connected (restorations, by session), and restores the state from willConnectTo'
 Before a resign or background callback it prints why it came (the event's cause: request,
 lock, interruption, shutdown, ...; UIKit does not tell, scened does).
 
+Background work (BGTaskScheduler's contract, R34): with --refresh SECONDS it schedules the
+refresh task py.refresh that far ahead (ScheduleBackgroundTask); when scened runs it
+(performBackgroundTask, the app thawed for it if it was suspended) it counts the refresh in every
+connected scene's state, schedules the next one and completes it (CompleteBackgroundTask). A
+notification (scenectl notify APP '{"text": "..."}') arrives as didReceiveNotification: its text
+becomes the note of every connected scene, and the answer (Acknowledge) lets scened suspend the
+app again. A task it does not know, or one whose budget ends (backgroundTaskWillExpire), is
+completed unsuccessfully.
+
 On start it brings back its first archived session if it has one (the one a previous run left
 when it quit or was killed), else asks for a new scene. Ctrl-C (or SIGTERM) detaches. When
 scened stops (its scenes were sent to the background and answered first) the app keeps running
 and attaches again once scened is back, from the event after the last one it handled.
 
     python3 Examples/python/scene_app.py [--socket PATH] [--app ID] [--note TEXT] [--no-scene]
+                                         [--refresh SECONDS]
 
 The socket is found like scenectl finds it: --socket, $SCENED_SOCKET, else the first that
 exists of $XDG_RUNTIME_DIR/scened/io.scened.Manager, /run/scened/io.scened.Manager and
@@ -32,6 +42,10 @@ exists of $XDG_RUNTIME_DIR/scened/io.scened.Manager, /run/scened/io.scened.Manag
     ...
     11 willTerminate answered, saved {"s1": {"foregrounds": 1, "note": "hello"}}
     13 willConnectTo s1 restored {"foregrounds": 1, "note": "hello"}
+    ...
+    scheduled py.refresh in 60 s
+    21 performBackgroundTask py.refresh refresh completed, refreshes 1
+    24 didReceiveNotification n3 {"text": "hi"} answered
 """
 
 import argparse
@@ -44,6 +58,7 @@ import time
 import varlink
 
 INTERFACE = "io.scened.App"
+REFRESH = "py.refresh"
 
 
 def socket_path(given):
@@ -67,10 +82,13 @@ def say(text):
 
 
 class SceneApp:
-    def __init__(self, address, app, note):
+    def __init__(self, address, app, note, refresh=None):
         self.address = address
         self.app = app
         self.note = note
+        # Seconds between background refreshes (py.refresh), or None for none.
+        self.refresh = refresh
+        self.refreshes = 0
         self.connect()
         # Per session: the state this app would lose if its scene went away.
         self.state = {}
@@ -116,6 +134,8 @@ class SceneApp:
                 continue
             self.handle(event)
             self.next_seq = event["seq"] + 1
+            if event["event"] == "didFinishLaunching" and self.refresh is not None:
+                self.schedule_refresh()
             if event["event"] == "didFinishLaunching" and want_scene:
                 want_scene = False
                 self.open_scene()
@@ -146,6 +166,50 @@ class SceneApp:
                 raise
             say("answer to event %d refused: %s" % (seq, error.error()))
             return False
+
+    def schedule_refresh(self):
+        """BGTaskScheduler.submit: py.refresh, self.refresh seconds from now (replacing any)."""
+        begin = int((time.time() + self.refresh) * 1_000_000)
+        self.calls.ScheduleBackgroundTask(app=self.app, identifier=REFRESH, kind="refresh", earliestBegin=begin)
+        say("scheduled %s in %g s" % (REFRESH, self.refresh))
+
+    def complete(self, identifier, success):
+        """BGTask.setTaskCompleted; False if scened no longer waits for it (it expired)."""
+        try:
+            self.calls.CompleteBackgroundTask(app=self.app, identifier=identifier, success=success)
+            return True
+        except varlink.VarlinkError as error:
+            say("completing %s refused: %s" % (identifier, error.error()))
+            return False
+
+    def perform(self, e):
+        """performBackgroundTask: py.refresh counts in every connected scene, then the next one
+        is scheduled and this one completed; any other task is completed unsuccessfully."""
+        identifier = e.get("identifier") or ""
+        if identifier != REFRESH or self.refresh is None:
+            self.complete(identifier, False)
+            return " unknown, completed unsuccessfully"
+        self.refreshes += 1
+        for session in sorted(self.connected):
+            self.state.setdefault(session, {"foregrounds": 0, "note": self.note})["refreshes"] = self.refreshes
+            self.save(session)
+        self.schedule_refresh()
+        done = self.complete(identifier, True)
+        return " %s %s, refreshes %d" % (e.get("kind") or "", "completed" if done else "not completed", self.refreshes)
+
+    def notified(self, e):
+        """didReceiveNotification: the text becomes every connected scene's note; answered."""
+        payload = e.get("payload") or {}
+        if "text" in payload:
+            for session in sorted(self.connected):
+                self.state.setdefault(session, {"foregrounds": 0, "note": self.note})["note"] = str(payload["text"])
+                self.save(session)
+        line = " %s %s" % (e.get("notification") or "", json.dumps(payload, sort_keys=True))
+        return line + (" answered" if self.acknowledge(e["seq"]) else "")
+
+    def save(self, session):
+        """The scene's state saved now (SaveState), not only in the next didEnterBackground answer."""
+        self.calls.SaveState(app=self.app, session=session, restoration={"json": self.state[session]})
 
     def open_scene(self):
         """The archived session a previous process left, else a new scene."""
@@ -197,6 +261,15 @@ class SceneApp:
             for gone in e.get("sessions") or []:
                 self.state.pop(gone, None)
             line += " " + ",".join(e.get("sessions") or [])
+        elif name == "performBackgroundTask":
+            line += " " + (e.get("identifier") or "") + self.perform(e)
+        elif name == "didReceiveNotification":
+            line += self.notified(e)
+        elif name == "backgroundTaskWillExpire" and e.get("identifier"):
+            # A scheduled task's budget ended (a token's task, from BeginBackgroundTask, has "task").
+            line += " " + e["identifier"]
+            if self.complete(e["identifier"], False):
+                line += " completed unsuccessfully"
         elif name == "terminated":
             self.connected.clear()
             line += " " + (e.get("reason") or "")
@@ -209,13 +282,17 @@ def main():
     parser.add_argument("--app", default="com.example.pynotes", help="the app to attach as")
     parser.add_argument("--note", default="hello", help="what a new scene keeps in its state")
     parser.add_argument("--no-scene", action="store_true", help="attach only; ask for no scene")
+    parser.add_argument("--refresh", type=float, metavar="SECONDS",
+                        help="schedule the background refresh py.refresh every SECONDS")
     args = parser.parse_args()
 
     def stop(signo, frame):
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, stop)
 
-    app = SceneApp("unix:" + socket_path(args.socket), args.app, args.note)
+    if args.refresh is not None and args.refresh < 0:
+        parser.error("--refresh needs a number of seconds, 0 or more")
+    app = SceneApp("unix:" + socket_path(args.socket), args.app, args.note, args.refresh)
     try:
         app.run(want_scene=not args.no_scene)
     except KeyboardInterrupt:

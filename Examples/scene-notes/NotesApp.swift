@@ -5,6 +5,18 @@ import SceneClient
 struct NotesState: Codable, Equatable {
     var counter = 0
     var note = ""
+    /// How many background refreshes ran while the scene was connected.
+    var refreshes = 0
+
+    init() {}
+
+    /// State saved before refreshes were counted decodes with none.
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        counter = try c.decodeIfPresent(Int.self, forKey: .counter) ?? 0
+        note = try c.decodeIfPresent(String.self, forKey: .note) ?? ""
+        refreshes = try c.decodeIfPresent(Int.self, forKey: .refreshes) ?? 0
+    }
 }
 
 /// Unbuffered, so that the lines of the app and of the demo interleave as they happen.
@@ -39,8 +51,25 @@ final class Ballast {
 
 @MainActor
 final class NotesAppDelegate: ApplicationDelegate {
+    /// How long after one background refresh the next is asked for (--refresh-sec); nil: none
+    /// is asked for (one scheduled from outside still runs).
+    let refreshInterval: TimeInterval?
+    /// How long handling a notification takes (--notification-delay-sec): an app too slow to
+    /// answer within its budget.
+    let notificationDelay: TimeInterval
+
+    init(refreshInterval: TimeInterval?, notificationDelay: TimeInterval) {
+        self.refreshInterval = refreshInterval
+        self.notificationDelay = notificationDelay
+    }
+
     func application(_ application: SceneApplication, didFinishLaunchingWithOptions launchOptions: LaunchOptions?) async -> Bool {
         say("application(_:didFinishLaunchingWithOptions:) cause=\(launchOptions?.cause ?? "-")")
+        // As with BGTaskScheduler, launch handlers are registered before launching finishes.
+        application.taskScheduler.register(forTaskWithIdentifier: Self.refreshTask) { [unowned self, unowned application] task in
+            await refresh(application, task)
+        }
+        if refreshInterval != nil { await scheduleRefresh(application) }
         // Like UIKit bringing back the scenes of the last run: reconnect an archived session
         // (its saved state comes back in willConnectTo), else ask for a first scene.
         do {
@@ -82,6 +111,57 @@ final class NotesAppDelegate: ApplicationDelegate {
     func application(_ application: SceneApplication, didOverrunDeadline overrun: DeadlineOverrun) async {
         say("overran: \(overrun)")
     }
+
+    static let refreshTask = "notes.refresh"
+
+    /// The next refresh, refreshInterval from now (submitting again replaces the one waiting).
+    func scheduleRefresh(_ application: SceneApplication) async {
+        guard let refreshInterval else { return }
+        do {
+            let request = AppRefreshTaskRequest(identifier: Self.refreshTask,
+                                                earliestBeginDate: Date().addingTimeInterval(refreshInterval))
+            try await application.taskScheduler.submit(request)
+            say("scheduled \(Self.refreshTask) in \(Int(refreshInterval))s")
+        } catch {
+            say("scheduling \(Self.refreshTask) failed: \(error)")
+        }
+    }
+
+    /// notes.refresh: each connected scene counts the refresh in its saved state, the next
+    /// refresh is scheduled, and the task completes.
+    func refresh(_ application: SceneApplication, _ task: BackgroundTask) async {
+        say("performBackgroundTask \(task.identifier) kind=\(task.kind.rawValue)")
+        task.expirationHandler = { [unowned task] in
+            say("backgroundTaskWillExpire \(task.identifier): giving up")
+            task.setTaskCompleted(success: false)
+        }
+        var saved = true
+        for scene in application.connectedScenes {
+            guard let notes = scene.delegate as? NotesSceneDelegate else { continue }
+            notes.state.refreshes += 1
+            saved = await notes.save(scene) && saved
+            say("refreshed \(scene.session): refreshes=\(notes.state.refreshes)")
+        }
+        await scheduleRefresh(application)
+        task.setTaskCompleted(success: saved)
+        say("setTaskCompleted(success: \(saved))")
+    }
+
+    /// A notification: its text becomes each connected scene's note, saved at once. SceneClient
+    /// acknowledges it when this returns.
+    func application(_ application: SceneApplication, didReceiveNotification notification: RemoteNotification) async {
+        let text = notification.payload["text"]?.stringValue ?? JSONValue.object(notification.payload).serializedString()
+        say("didReceiveNotification \(notification.identifier): \(text)")
+        if notificationDelay > 0 {
+            say("handling it takes \(notificationDelay)s")
+            try? await Task.sleep(for: .seconds(notificationDelay))
+        }
+        for scene in application.connectedScenes {
+            guard let notes = scene.delegate as? NotesSceneDelegate else { continue }
+            notes.state.note = text
+            _ = await notes.save(scene)
+        }
+    }
 }
 
 @MainActor
@@ -122,8 +202,19 @@ final class NotesSceneDelegate: SceneDelegate {
     }
 
     func stateRestorationActivity(for scene: Scene) async -> RestorationData? {
-        say("stateRestorationActivity(for:) \(scene.session): saving counter=\(state.counter) note=\"\(state.note)\"")
+        say("stateRestorationActivity(for:) \(scene.session): saving counter=\(state.counter) note=\"\(state.note)\" refreshes=\(state.refreshes)")
         return try? RestorationData(encoding: state)
+    }
+
+    /// Saves the state now (SaveState), apart from a didEnterBackground answer.
+    func save(_ scene: Scene) async -> Bool {
+        do {
+            try await scene.application.saveState(try RestorationData(encoding: state), for: scene.session)
+            return true
+        } catch {
+            say("saving \(scene.session) failed: \(error)")
+            return false
+        }
     }
 
     func sceneDidDisconnect(_ scene: Scene) async {
@@ -157,7 +248,7 @@ func saveAndDetach(_ application: SceneApplication) async {
 
 /// Runs the app until scened terminates it (or SIGINT/SIGTERM: save and detach).
 @MainActor
-func runApp(app: String, socket: String?, holdMiB: Int) async -> Int32 {
+func runApp(app: String, socket: String?, holdMiB: Int, delegate: NotesAppDelegate) async -> Int32 {
     let application = SceneApplication(app: app, options: .init(socketPath: socket, log: { say("scene-client: \($0)") }))
     signal(SIGINT, SIG_IGN)
     signal(SIGTERM, SIG_IGN)
@@ -175,7 +266,7 @@ func runApp(app: String, socket: String?, holdMiB: Int) async -> Int32 {
     }
     say("attaching as \(app) on \(application.socketPath)")
     do {
-        let ending = try await application.run(delegate: NotesAppDelegate()) { _ in NotesSceneDelegate(holdMiB: holdMiB) }
+        let ending = try await application.run(delegate: delegate) { _ in NotesSceneDelegate(holdMiB: holdMiB) }
         say("ended: \(ending)")
         return 0
     } catch {

@@ -4,7 +4,8 @@ import Foundation
 // and a note in its scene's restoration data, so that a reclaim disconnect or a kill -9 loses
 // nothing. Every callback is printed as it comes.
 //
-//   scene-notes [--app ID] [--socket PATH] [--hold-mib N]   attach to the running scened and stay
+//   scene-notes [--app ID] [--socket PATH] [--hold-mib N] [--refresh-sec N] [--notification-delay-sec N]
+//                                            attach to the running scened and stay
 //   scene-notes --demo                       start a private scened and play the whole story
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -19,14 +20,19 @@ func environment(_ name: String) -> String? {
 
 if arguments.contains("--help") || arguments.contains("-h") {
     out("""
-    usage: scene-notes [--app ID] [--socket PATH] [--hold-mib N]
+    usage: scene-notes [--app ID] [--socket PATH] [--hold-mib N] [--refresh-sec N]
+                       [--notification-delay-sec N]
            scene-notes --demo
     Attaches to scened as the app and prints its callbacks. The app is --app, $SCENED_APP, or
     org.example.notes; the socket is --socket, $SCENED_SOCKET, or the one scenectl finds
     (scened sets both variables when it starts the app itself). --hold-mib N makes each
     connected scene allocate N MiB and touch every page, so that it is resident, until the
-    scene disconnects. --demo starts a private scened (built next to this program) and shows a
-    restore after a disconnect and after kill -9.
+    scene disconnects. It registers the background task notes.refresh; with --refresh-sec N
+    it asks for one N seconds after its launch and after each run. Each run counts in the
+    connected scenes' saved state. A notification's "text" becomes the scenes' note, saved;
+    --notification-delay-sec N makes handling one take N seconds (longer than its budget, the
+    app is frozen again before it answers). --demo starts a private scened (built next to
+    this program) and shows a restore after a disconnect and after kill -9.
     """)
     exit(0)
 }
@@ -43,4 +49,16 @@ if let text = option("--hold-mib", in: arguments) {
     }
     holdMiB = n
 }
-exit(await runApp(app: app, socket: option("--socket", in: arguments) ?? environment("SCENED_SOCKET"), holdMiB: holdMiB))
+/// A number of seconds from 0 to a year, or exit 2 naming the option.
+func seconds(_ name: String) -> TimeInterval? {
+    guard let text = option(name, in: arguments) else { return nil }
+    guard let n = Double(text), n >= 0, n <= 86_400 * 365 else {
+        FileHandle.standardError.write(Data("scene-notes: \(name) needs a number of seconds (0 to a year), not \(text)\n".utf8))
+        exit(2)
+    }
+    return n
+}
+let delegate = NotesAppDelegate(refreshInterval: seconds("--refresh-sec"),
+                                notificationDelay: seconds("--notification-delay-sec") ?? 0)
+exit(await runApp(app: app, socket: option("--socket", in: arguments) ?? environment("SCENED_SOCKET"), holdMiB: holdMiB,
+                  delegate: delegate))

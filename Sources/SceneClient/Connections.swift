@@ -30,23 +30,29 @@ final class RequestChannel: @unchecked Sendable {
 
     func call(_ method: String, _ parameters: JSONObject) async throws -> JSONObject {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<JSONObject, any Error>) in
-            queue.async {
-                do {
-                    let client: VarlinkClient
-                    if let existing = self.client {
-                        client = existing
-                    } else {
-                        client = try VarlinkClient(path: self.path(), timeout: self.timeout)
-                        self.client = client
-                    }
-                    continuation.resume(returning: try client.call(method, parameters))
-                } catch let error as VarlinkError {
-                    continuation.resume(throwing: error)
-                } catch {
-                    self.client?.close()
-                    self.client = nil
-                    continuation.resume(throwing: error)
+            send(method, parameters) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// Queues the call now, so that it goes before any call queued after it (a task's
+    /// completion before the Detach that follows); `done` gets the outcome on the queue.
+    func send(_ method: String, _ parameters: JSONObject, done: @escaping @Sendable (Result<JSONObject, any Error>) -> Void) {
+        queue.async {
+            do {
+                let client: VarlinkClient
+                if let existing = self.client {
+                    client = existing
+                } else {
+                    client = try VarlinkClient(path: self.path(), timeout: self.timeout)
+                    self.client = client
                 }
+                done(.success(try client.call(method, parameters)))
+            } catch let error as VarlinkError {
+                done(.failure(error))
+            } catch {
+                self.client?.close()
+                self.client = nil
+                done(.failure(error))
             }
         }
     }
@@ -190,6 +196,10 @@ final class AttachReader: @unchecked Sendable {
                     return .finished
                 }
                 continue
+            } catch let error as VarlinkClientError {
+                if case .invalidReply = error { return unreadable(error) }
+                if case .messageTooLarge = error { return unreadable(error) }
+                return .retry("\(error)")
             } catch {
                 return .retry("\(error)")
             }
@@ -234,6 +244,14 @@ final class AttachReader: @unchecked Sendable {
                 return .finished
             }
         }
+    }
+
+    /// A message this client cannot read is not an outage: scened would send the same bytes
+    /// again to every reattach (they replay from the same event), and each dropped attach
+    /// ends the process for it. The run fails instead of looping.
+    private func unreadable(_ error: VarlinkClientError) -> Outcome {
+        finish(.failed(.attachFailed("scened sent a message this client cannot read: \(error)")))
+        return .finished
     }
 
     private func ended(by error: VarlinkError) -> Outcome {

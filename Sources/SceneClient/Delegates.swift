@@ -14,6 +14,11 @@ public protocol ApplicationDelegate: AnyObject {
     func applicationDidReceiveMemoryWarning(_ application: SceneApplication) async
     /// Bounded (≈ 5 s): the answer goes to scened when this returns.
     func applicationWillTerminate(_ application: SceneApplication) async
+    /// A notification scened hands the app (io.scened.Manager.Notify; UIKit's
+    /// application(_:didReceiveRemoteNotification:fetchCompletionHandler:)). Bounded
+    /// (NotificationBudgetSec=, 30 s): SceneClient acknowledges it when this returns; a suspended
+    /// app was thawed for it and is suspended again after the answer or the deadline.
+    func application(_ application: SceneApplication, didReceiveNotification notification: RemoteNotification) async
     /// A bounded callback's handler returned after its deadline (not UIKit: there the process
     /// would simply be killed). The default writes a line to standard error.
     func application(_ application: SceneApplication, didOverrunDeadline overrun: DeadlineOverrun) async
@@ -30,6 +35,7 @@ extension ApplicationDelegate {
     public func application(_ application: SceneApplication, didDiscardSceneSessions sceneSessions: Set<SceneSession>) async {}
     public func applicationDidReceiveMemoryWarning(_ application: SceneApplication) async {}
     public func applicationWillTerminate(_ application: SceneApplication) async {}
+    public func application(_ application: SceneApplication, didReceiveNotification notification: RemoteNotification) async {}
     public func application(_ application: SceneApplication, didOverrunDeadline overrun: DeadlineOverrun) async {
         application.log("overran: \(overrun)")
     }

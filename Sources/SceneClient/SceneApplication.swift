@@ -56,6 +56,16 @@ public final class SceneApplication {
     /// How many times the client reattached (scened restarted).
     public var reattachCount: Int { shared.withLock { $0.reattaches } }
 
+    /// BGTaskScheduler: register launch handlers (before launching finishes), submit and
+    /// cancel scheduled background tasks.
+    public private(set) lazy var taskScheduler = BackgroundTaskScheduler { [unowned self] method, parameters in
+        var p = self.base
+        for (key, value) in parameters { p[key] = value }
+        _ = try await self.call(method, p)
+    }
+    /// The background modes whose activity this process began and has not ended.
+    public internal(set) var activeBackgroundModes: Set<BackgroundMode> = []
+
     public var connectedScenes: [Scene] {
         scenesBySession.values.sorted { $0.session.persistentIdentifier < $1.session.persistentIdentifier }
     }
@@ -162,6 +172,7 @@ public final class SceneApplication {
         switch e.name {
         case "didFinishLaunching":
             _ = await delegate.application(self, didFinishLaunchingWithOptions: LaunchOptions(cause: e.cause))
+            taskScheduler.launchFinished = true
         case "configurationForConnecting":
             let session = learnSession(e)
             let configuration = await delegate.application(self, configurationForConnecting: session, options: connectionOptions(e))
@@ -208,21 +219,35 @@ public final class SceneApplication {
             await delegate.applicationWillTerminate(self)
             await answer(e, restoration: nil, restorations: await terminationRestorations())
         case "backgroundTaskWillExpire":
-            guard let task = e.fields["task"]?.stringValue else { break }
-            if let handler = expirationHandlers.removeValue(forKey: task) {
-                handler()
-            } else {
-                log("background task \(task) expires and has no expiration handler: ending it")
-                try? await endBackgroundTask(BackgroundTaskIdentifier(rawValue: task))
+            // A beginBackgroundTask token, or (kind and identifier) a scheduled task.
+            guard let task = e.fields["task"]?.stringValue else {
+                expireScheduledTask(e)
+                break
             }
+            await expire(BackgroundTaskIdentifier(rawValue: task))
+        case "performBackgroundTask":
+            await performBackgroundTask(e)
+        case "didReceiveNotification":
+            await receiveNotification(e)
         case "terminated":
             // The process is over for scened: its scenes go without callbacks (as in a crash).
             scenesBySession = [:]
             expirationHandlers = [:]
+            taskScheduler.running = [:]
+            activeBackgroundModes = []
             ending = .terminated(reason: e.fields["reason"]?.stringValue ?? "requested")
         default:
             // suspended, resumed: no UIKit callback (the process would be frozen, then thawed).
             break
+        }
+    }
+
+    private func expire(_ task: BackgroundTaskIdentifier) async {
+        if let handler = expirationHandlers.removeValue(forKey: task.rawValue) {
+            handler()
+        } else {
+            log("background task \(task) expires and has no expiration handler: ending it")
+            try? await endBackgroundTask(task)
         }
     }
 
@@ -291,7 +316,7 @@ public final class SceneApplication {
     /// Acknowledge for a bounded event, sent now that its handler returned. If scened went away
     /// meanwhile, the answer waits for the reattach (which replays the event, since it was not
     /// handled yet) and goes to the new daemon.
-    private func answer(_ e: AppEvent, restoration: RestorationData?, restorations: JSONObject? = nil) async {
+    func answer(_ e: AppEvent, restoration: RestorationData?, restorations: JSONObject? = nil) async {
         guard let deadline = e.deadline else { return }
         let returned = Self.wallMicroseconds()
         var overrun: DeadlineOverrun?

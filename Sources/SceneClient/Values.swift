@@ -138,6 +138,8 @@ public struct EventCause: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let timer: EventCause = "timer"
     /// Memory pressure: the reclaim policy acted.
     public static let reclaim: EventCause = "reclaim"
+    /// Background work: a scheduled task, a notification (R34).
+    public static let background: EventCause = "background"
     /// A session cap discarded it.
     public static let cap: EventCause = "cap"
     /// scened restored its state at start-up.
@@ -175,7 +177,7 @@ public struct BackgroundTaskIdentifier: Sendable, Hashable, CustomStringConverti
 /// answer (a didEnterBackground overrun gets the process terminated as hung, R23).
 public struct DeadlineOverrun: Sendable, CustomStringConvertible {
     public var seq: UInt64
-    /// didEnterBackground or willTerminate.
+    /// didEnterBackground, willTerminate or didReceiveNotification.
     public var event: String
     public var session: String?
     /// By how much the handler overran, as far as this process can tell.
@@ -244,6 +246,8 @@ public enum SceneClientError: Error, Sendable, Equatable, CustomStringConvertibl
     case alreadyRunning
     /// A request was made while the client has no connection (reattaching, or not running).
     case notConnected(String)
+    /// A background task request SceneClient refuses before sending it (BackgroundTaskScheduler.submit).
+    case invalidTaskRequest(String)
 
     public var description: String {
         switch self {
@@ -253,6 +257,7 @@ public enum SceneClientError: Error, Sendable, Equatable, CustomStringConvertibl
         case .attachFailed(let detail): return "Attach failed: \(detail)"
         case .alreadyRunning: return "the application is already running"
         case .notConnected(let detail): return "not connected to scened: \(detail)"
+        case .invalidTaskRequest(let detail): return "invalid background task request: \(detail)"
         }
     }
 }

@@ -8,8 +8,9 @@ enum ErrorReport {
     static let service = "org.varlink.service."
 
     /// The errors that mean "no such thing" (exit 4); everything else the daemon answers is 1.
-    static let notFoundErrors: Set<String> = ["NoSuchSession", "SessionDiscarded", "NoSuchApp", "NoSuchTask", "NoSuchInterruption"]
-        .reduce(into: []) { $0.insert("\(interface).\($1)") }
+    static let notFoundErrors: Set<String> = [
+        "NoSuchSession", "SessionDiscarded", "NoSuchApp", "NoSuchTask", "NoSuchInterruption", "NoSuchBackgroundTask",
+    ].reduce(into: []) { $0.insert("\(interface).\($1)") }
 
     static func control(for error: VarlinkError) -> ControlError {
         if error.name == service + "PermissionDenied" { return ControlError(.permissionDenied, message(for: error)) }

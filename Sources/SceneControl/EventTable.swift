@@ -38,11 +38,24 @@ enum EventTable {
             let name = event.text("taskName") ?? ""
             parts.append("task \(task)" + (name.isEmpty ? "" : " (\(name))"))
         }
+        if let wake = wakeDetail(event) { parts.append(wake) }
         if let reason = event.text("reason") { parts.append(reason) }
         if let reclaim = event.object("reclaim") {
             parts.append("reclaim: " + (reclaim.text("reason") ?? "") + " at " + (reclaim.text("level") ?? "?"))
         }
         return parts.joined(separator: "; ")
+    }
+
+    /// A wake's item (R34): "refresh task notes.refresh", "notification n3 {"text":"hi"}" (the
+    /// payload only where the caller may read it, cut short like restored state).
+    static func wakeDetail(_ event: JSONObject) -> String? {
+        guard let kind = event.text("kind") else { return nil }
+        if let id = event.text("notification") {
+            guard let payload = event["payload"], payload != .null else { return "notification \(id)" }
+            let text = payload.serializedString()
+            return "notification \(id) " + (text.utf8.count <= 80 ? text : String(text.prefix(77)) + "...")
+        }
+        return "\(kind) task \(event.text("identifier") ?? "?")"
     }
 
     /// The event's session; for app events that concern several (didDiscardSceneSessions,

@@ -1,3 +1,4 @@
+import SceneInterface
 import Varlink
 
 /// One run of one verb: its parsed command line, the context, and a connection to the daemon
@@ -33,6 +34,17 @@ public final class Invocation {
         let connection = try connect()
         do {
             return try connection.call(ErrorReport.interface + "." + method, parameters)
+        } catch let error as VarlinkClientError {
+            throw ErrorReport.control(for: error, socket: socket, noneExisted: false)
+        }
+    }
+
+    /// Calls `io.scened.App.<method>` (an app's own requests, made for it by its owner or an
+    /// administrator), on the same connection.
+    func callApp(_ method: String, _ parameters: JSONObject) throws -> JSONObject {
+        let connection = try connect()
+        do {
+            return try connection.call(AppInterface.name + "." + method, parameters)
         } catch let error as VarlinkClientError {
             throw ErrorReport.control(for: error, socket: socket, noneExisted: false)
         }

@@ -73,6 +73,7 @@ struct TopScreen {
             systemLine(now: now),
             "Apps:     \(int("apps")) (\(int("runningApps")) running, \(int("suspendedApps")) suspended); "
                 + "\(int("backgroundTasks")) background task\(int("backgroundTasks") == 1 ? "" : "s")",
+            status.object("background").map { "Wakes:    " + Verb.backgroundSummary($0) },
             "Sessions: \(counts.integer("total") ?? 0) (\(counts.integer("live") ?? 0) live, "
                 + "\(counts.integer("archived") ?? 0) archived)" + (live.isEmpty ? "" : ": " + live.joined(separator: ", ")),
         ].compactMap { $0 }
@@ -128,13 +129,18 @@ struct TopScreen {
     }
 
     private func appTable(_ rows: [JSONObject]) -> Table {
+        // Background modes and wakes only where some app has any, last so that a narrow
+        // terminal clips them rather than the footprint (the counts are on the Wakes line).
+        let background = rows.contains { Self.backgroundCell($0) != "-" }
         var table = Table([.init("APP"), .init("PROCESS"), .init("STATE"), .init("SESSIONS", right: true),
-                           .init("LIVE", right: true), .init("TASKS", right: true), .init("FOOTPRINT", right: true)])
+                           .init("LIVE", right: true), .init("TASKS", right: true), .init("FOOTPRINT", right: true)]
+                          + (background ? [.init("BACKGROUND")] : []))
         for app in rows {
             let running = app.text("process") != "notRunning"
             table.append([app.text("id") ?? "?", app.text("process") ?? "?", running ? app.text("state") ?? "?" : "-",
                           String(app.integer("sessions") ?? 0), String(app.integer("liveSessions") ?? 0),
-                          String(app.objects("tasks").count), ByteSize.format(Self.footprint(app))])
+                          String(app.objects("tasks").count), ByteSize.format(Self.footprint(app))]
+                         + (background ? [Self.backgroundCell(app)] : []))
         }
         return table
     }
@@ -151,6 +157,13 @@ struct TopScreen {
                           ByteSize.format(session.integer("footprint") ?? 0), last > 0 ? time.clockTime(last).prefix(8).description : "-"])
         }
         return table
+    }
+
+    /// "audio*,voip awake": the declared modes (active ones starred) and whether the app is
+    /// awake for background work; "-" for neither.
+    static func backgroundCell(_ app: JSONObject) -> String {
+        let parts = [Verb.modesText(app), (app.integer("wakes") ?? 0) > 0 ? "awake" : nil].compactMap { $0 }
+        return parts.isEmpty ? "-" : parts.joined(separator: " ")
     }
 
     /// The header and as many rows as fit in `rows` lines; the last line says how many more

@@ -48,10 +48,11 @@ public struct Verb: Sendable {
     /// Every verb, in help order.
     public static let all: [Verb] = [
         .status, .reload, .monitor, .top, .logs, .pressure, .pressureSet, .pressureClear, .pressurePlan, .pressureChart, .simulate, .exportTrace,
+        .metrics,
         .list, .show, .connect, .activate, .deactivate, .background, .disconnect, .discard,
         .saveState, .setUserInfo, .setFootprint, .setProtected,
         .apps, .showApp, .launch, .terminate, .memoryWarning, .setAppFootprint,
-        .tasks, .taskBegin, .taskEnd,
+        .tasks, .taskBegin, .taskEnd, .notify, .schedule, .cancelTask,
         .interrupt, .endInterruption,
     ]
 

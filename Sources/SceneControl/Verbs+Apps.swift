@@ -16,6 +16,10 @@ extension Verb {
         var columns: [Table.Column] = [.init("APP"), .init("PROCESS"), .init("STATE"), .init("SESSIONS", right: true),
                                        .init("LIVE", right: true), .init("TASKS", right: true), .init("FOOTPRINT", right: true),
                                        .init("ATTACHED", right: true)]
+        // Background modes and work only where some app has any, as HOLD.
+        let modes = apps.contains { !modeNames($0, "backgroundModes").isEmpty }, work = hasBackgroundWork(apps)
+        if modes { columns.append(.init("MODES")) }
+        if work { columns += backgroundColumns }
         if held { columns.append(.init("HOLD")) }
         var table = Table(columns, footer: Table.count(apps.count, "app", "apps"))
         for app in apps {
@@ -27,9 +31,39 @@ extension Verb {
                 String(app.integer("sessions") ?? 0), String(app.integer("liveSessions") ?? 0),
                 String(app.objects("tasks").count), ByteSize.format(footprint),
                 attachedText(app) ?? "-",
-            ] + (held ? [app.text("hold") == "none" ? "-" : holdText(app) ?? "-"] : []))
+            ] + (modes ? [modesText(app) ?? "-"] : []) + (work ? backgroundCells(app) : [])
+                + (held ? [app.text("hold") == "none" ? "-" : holdText(app) ?? "-"] : []))
         }
         return table
+    }
+
+    static let backgroundColumns: [Table.Column] = [.init("SCHED", right: true), .init("PENDING", right: true), .init("AWAKE")]
+
+    /// Scheduled tasks, pending notifications, and the open wake items ("-" when asleep).
+    static func backgroundCells(_ app: JSONObject) -> [String] {
+        let wakes = Int(app.integer("wakes") ?? 0)
+        return [String(app.integer("scheduledTasks") ?? 0), String(app.integer("pendingNotifications") ?? 0),
+                wakes > 0 ? Format.count(wakes, "item") : "-"]
+    }
+
+    static func modeNames(_ app: JSONObject, _ key: String) -> [String] {
+        app[key]?.arrayValue?.compactMap(\.stringValue) ?? []
+    }
+
+    /// The declared background modes, an active one starred: "audio* location"; nil for none.
+    static func modesText(_ app: JSONObject, separator: String = ",") -> String? {
+        let declared = modeNames(app, "backgroundModes"), active = Set(modeNames(app, "activeModes"))
+        guard !declared.isEmpty else { return nil }
+        return declared.map { active.contains($0) ? $0 + "*" : $0 }.joined(separator: separator)
+    }
+
+    /// show-app's line on background work; nil from a daemon without it.
+    static func backgroundText(_ app: JSONObject) -> String? {
+        guard let scheduled = app.integer("scheduledTasks") else { return nil }
+        let pending = Int(app.integer("pendingNotifications") ?? 0), wakes = Int(app.integer("wakes") ?? 0)
+        var parts = ["\(scheduled) scheduled", "\(pending) notification\(pending == 1 ? "" : "s") pending"]
+        parts.append(wakes > 0 ? "awake (\(Format.count(wakes, "open item")))" : "not awake")
+        return parts.joined(separator: ", ")
     }
 
     /// "inactive (interruption)", "none"; nil from a daemon that does not say.
@@ -84,6 +118,11 @@ extension Verb {
         if !pending.isEmpty { block.add("Pending discards", pending.joined(separator: " ")) }
         let tasks = app.objects("tasks")
         block.add("Tasks", tasks.isEmpty ? "none" : tasks.map { taskSummary($0, time: time, now: now) }.joined(separator: "\n"))
+        if app["backgroundModes"] != nil {
+            // [App] BackgroundModes=, those active now (BeginBackgroundActivity) starred.
+            block.add("Modes", modesText(app, separator: " ").map { $0.contains("*") ? $0 + " (* active)" : $0 } ?? "none")
+        }
+        if let background = backgroundText(app) { block.add("Background", background) }
         return block.render()
     }
 

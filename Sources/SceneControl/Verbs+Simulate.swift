@@ -12,7 +12,8 @@ extension Verb {
         options: [
             OptionSpec("policy", value: "P,...", "ours, lru, largest, chrome, lmkd, opt (default: all)"),
             OptionSpec("budget", value: "B", "Base budget: bytes (1.5G, 800M) or a share of the working set (50%)"),
-            OptionSpec("svg", value: "FILE", "Write a chart of usage against budget with the actions marked"),
+            OptionSpec("svg", value: "FILE", "Write a chart of the latest episode: usage against budget, actions marked"),
+            OptionSpec("all", "With --svg: chart the whole replay, not only its latest episode"),
             OptionSpec("generate", value: "SCENARIO", "mix, pingpong, size, spikes, acks (or a-e)"),
             OptionSpec("seed", value: "N", "Generator seed (default 1)"),
             OptionSpec("size", value: "SIZE", "fixture or full (default full)"),
@@ -35,7 +36,7 @@ extension Verb {
                          "sessions", "aging", "settle"] {
                 if let value = invocation.options.value(name) { arguments += ["--" + name, value] }
             }
-            for name in ["sweep", "decision-bench", "log", "actions"] where invocation.options.flag(name) {
+            for name in ["sweep", "decision-bench", "log", "actions", "all"] where invocation.options.flag(name) {
                 arguments.append("--" + name)
             }
             if invocation.global.json { arguments.append("--json") }

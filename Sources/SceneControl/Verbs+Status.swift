@@ -4,7 +4,7 @@ import Varlink
 extension Verb {
     static let status = Verb(
         "status", section: .daemon, summary: "Show the daemon's state",
-        details: "Version, process, uptime, socket, apps, sessions, scenes, tasks, what the system holds (how logind is followed, locked users, held interruptions, a sleep or a stop), the next event sequence number and the number of connected clients, like systemctl status.",
+        details: "Version, process, uptime, socket, apps, sessions, scenes, tasks, background work (apps awake for it, tasks scheduled, notifications pending, the next due), what the system holds (how logind is followed, locked users, held interruptions, a sleep or a stop), the next event sequence number and the number of connected clients, like systemctl status.",
         run: { invocation in
             let reply = try invocation.call("GetStatus")
             if invocation.global.json { return try invocation.json(reply) }
@@ -26,6 +26,12 @@ extension Verb {
         block.add("Sessions", "\(count("total")) (\(count("live")) live, \(count("archived")) archived)")
         block.add("Scenes", "\(int("foregroundActiveScenes")) foreground-active")
         block.add("Tasks", "\(int("backgroundTasks")) background")
+        // Background work came with issue 36; older daemons omit it.
+        if let background = status.object("background") {
+            var text = backgroundSummary(background)
+            if let due = background.integer("nextDue") { text += "; next due " + time.timestampWithRelative(due, now: now) }
+            block.add("Background", text)
+        }
         // The system's holds came with issue 35; older daemons omit them.
         if let system = status.object("system") { addSystem(system, to: &block, time: time, now: now) }
         // Memory and configuration came with the pressure work; older daemons omit them.
@@ -46,6 +52,14 @@ extension Verb {
         block.add("Next seq", String(int("nextSeq")))
         block.add("Clients", String(int("connections")))
         return block.render()
+    }
+
+    /// "1 app awake (at most 4), 3 scheduled, 2 notifications pending" (status.background).
+    static func backgroundSummary(_ background: JSONObject) -> String {
+        let int = { (key: String) in Int(background.integer(key) ?? 0) }
+        let pending = int("pendingNotifications")
+        return "\(Format.count(int("wakingApps"), "app")) awake (at most \(int("maxConcurrentWakes"))), \(int("scheduledTasks")) scheduled, "
+            + "\(pending) notification\(pending == 1 ? "" : "s") pending"
     }
 
     /// status.system: how logind is followed, locked users, held interruptions, sleep and stop.

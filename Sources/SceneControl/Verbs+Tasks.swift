@@ -2,13 +2,29 @@ import Varlink
 
 extension Verb {
     static let tasks = Verb(
-        "tasks", section: .tasks, summary: "List open background tasks",
+        "tasks", section: .tasks, summary: "List open background tasks and scheduled work",
+        details: "The tasks begun with beginBackgroundTask (task begin); then, when there are any, the tasks apps scheduled (schedule), the notifications waiting for their app (notify), and the items of open wakes: what a woken app was handed and has not answered yet.",
         run: { invocation in
             let reply = try invocation.call("ListApps")
-            let tasks = reply.objects("apps").flatMap { $0.objects("tasks") }
-            if invocation.global.json { return try invocation.json(["tasks": .array(tasks.map { .object($0) })]) }
-            try invocation.write(taskTable(tasks, time: invocation.time).render(legend: !invocation.global.noLegend))
+            let apps = reply.objects("apps")
+            let tasks = apps.flatMap { $0.objects("tasks") }
+            // Asked only when some app has background work: a daemon without it is never asked.
+            let work = hasBackgroundWork(apps) ? try invocation.call("ListBackgroundWork") : [:]
+            if invocation.global.json {
+                return try invocation.json(["tasks": .array(tasks.map { .object($0) }), "scheduled": work["tasks"] ?? [],
+                                            "notifications": work["notifications"] ?? [], "wakes": work["wakes"] ?? []])
+            }
+            let legend = !invocation.global.noLegend
+            var text = taskTable(tasks, time: invocation.time).render(legend: legend)
+            for table in backgroundWorkTables(work, time: invocation.time) {
+                text += (legend ? "\n" : "") + table.render(legend: legend)
+            }
+            try invocation.write(text)
         })
+
+    static func hasBackgroundWork(_ apps: [JSONObject]) -> Bool {
+        apps.contains { app in ["scheduledTasks", "pendingNotifications", "wakes"].contains { (app.integer($0) ?? 0) > 0 } }
+    }
 
     static func taskTable(_ tasks: [JSONObject], time: TimeFormatter) -> Table {
         var table = Table([.init("TOKEN"), .init("APP"), .init("SESSION"), .init("NAME"), .init("BEGAN"), .init("EXPIRES")],

@@ -10,7 +10,9 @@ extension Daemon {
 
     func stepBackground() {
         let blocked = system.stop.isStopping || system.sleep.phase != .awake
-        guard let plan = background.plan(host.engine, now: host.clock.now(), pressure: reclaim.level, blocked: blocked)
+        let failed = Set(background.planner.launching.keys.filter(startFailed))
+        guard let plan = background.plan(host.engine, now: host.clock.now(), pressure: reclaim.level, blocked: blocked,
+                                         failedStarts: failed)
         else { return }
         for app in plan.expireProcessing {
             _ = try? host.execute(.expireWakes(app, kind: .processing))
@@ -20,6 +22,15 @@ extension Daemon {
             apps.launchForWake(app)
         }
         for request in plan.wakes { wake(request) }
+    }
+
+    /// Whether the process started for `app`'s wake is gone without having attached: the
+    /// app is not running and scened is no longer starting it.
+    private func startFailed(_ app: AppID) -> Bool {
+        guard (host.engine.apps[app]?.process ?? .notRunning) == .notRunning,
+              !apps.launches.spawning.contains(app) else { return false }
+        if case .starting = apps.launches.process(of: app)?.phase { return false }
+        return true
     }
 
     /// One wake; a refusal (the app changed state in between) is left for the next plan.

@@ -253,6 +253,9 @@ final class Daemon {
     /// One pass: serve the ready clients, reclaim, start a commit if none is in flight, write,
     /// re-arm the timers, and — having served — feed the watchdog.
     private func pass() {
+        // The loop's cached time is that of the wake-up: read the clock itself.
+        let began = Clock.monotonic.now()
+        defer { host.metrics.passLatency.record(microseconds: Clock.monotonic.now() &- began) }
         server.beginPass()
         server.serve(service)
         carryOutRequests()
@@ -328,6 +331,7 @@ final class Daemon {
 
     private func publish(_ events: [LifecycleEvent]) {
         guard !events.isEmpty else { return }
+        host.metrics.observe(events)
         // Before the app's process gets them: a resumed app is thawed first.
         if !apps.launches.isEmpty { apps.observeLaunches(events) }
         apps.publishToAttached(events)

@@ -131,6 +131,7 @@ final class ReclaimRunner {
                 _ = try host.execute(step.command)
                 if let freed { outcome.reclaimed.append(freed) }
                 controller.executed(step, succeeded: true)
+                host.metrics.noteReclaim(step.step)
                 history.record(step.step.action, time: now, seq: seq, usage: usage)
                 outcome.executed.append((step.command, true))
             } catch {

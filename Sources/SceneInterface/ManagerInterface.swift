@@ -6,7 +6,9 @@ public enum ManagerInterface {
     public static let name = "io.scened.Manager"
 
     public static let text = typesText + """
-# Launches an app (didFinishLaunching, then any pending didDiscardSceneSessions).
+# Launches an app (didFinishLaunching, then any pending didDiscardSceneSessions). An app
+# scened starts itself (ExecStart=) is launched when its process attaches: the call waits for
+# that, and its reply then carries no events (Attach and Monitor have them).
 method Launch(app: string) -> (events: []Event)
 
 # Terminates an app: willTerminate if it is running and not suspended; its scenes go away with
@@ -79,6 +81,50 @@ method GetStatus() -> (status: Status)
 
 # The pressure level, its sources, usage against the budget, and the current and last episode.
 method GetPressure() -> (pressure: Pressure)
+
+# How many sessions are in one condition and scene state (GetMetrics).
+type SessionTally (condition: SessionCondition, state: SceneState, count: int)
+
+# How many apps are in one process state.
+type AppTally (process: ProcessState, count: int)
+
+# Reclaim actions of one kind since start (memoryWarning, suspend, disconnect, terminate,
+# discard) and the bytes they freed by the daemon's accounting.
+type ReclaimTally (action: string, count: int, bytesFreed: int)
+
+# Events published since start, by name; apps terminated since start, by reason.
+type EventTally (event: EventName, count: int)
+type TerminationTally (reason: string, count: int)
+
+# Durations in fixed buckets: upper bounds in microseconds, ascending, and how many fell in
+# each (above the previous bound, at most this one; not cumulative); overflow: above the last.
+# sum in microseconds.
+type LatencyHistogram (bounds: []int, counts: []int, overflow: int, sum: int, count: int)
+
+# Figures for monitoring (scenectl metrics): gauges as they are now, counters since start.
+type Metrics (
+  uptime: int,
+  sessions: []SessionTally,
+  apps: []AppTally,
+  pressure: string,
+  usage: int,
+  budget: int,
+  # Pressure episodes begun since start.
+  episodes: int,
+  reclaims: []ReclaimTally,
+  grace: GraceCounters,
+  events: []EventTally,
+  terminations: []TerminationTally,
+  backgroundTasks: int,
+  connections: int,
+  passes: int,
+  calls: int,
+  commits: int,
+  # How long each loop pass took.
+  passLatency: LatencyHistogram
+)
+
+method GetMetrics() -> (metrics: Metrics)
 
 # One candidate victim of reclaim, best first, with the parts of its score.
 type ReclaimCandidate (

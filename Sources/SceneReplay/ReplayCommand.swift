@@ -39,7 +39,7 @@ public struct ReplayIOError: Error, Sendable, CustomStringConvertible {
 public enum ReplayCommand {
     public static let usage = """
     Usage:
-      scene-replay TRACE.jsonl [--policy P[,P...]] [--budget B] [--json] [--svg FILE]
+      scene-replay TRACE.jsonl [--policy P[,P...]] [--budget B] [--json] [--svg FILE [--all]]
       scene-replay --generate SCENARIO --seed N [--size fixture|full] [--out FILE]
       scene-replay --sweep [TRACE.jsonl | --scenarios S,S... --seeds N,N...|A-B] [--size ...] [--json]
       scene-replay --decision-bench [--sessions N,N...]
@@ -51,6 +51,7 @@ public enum ReplayCommand {
     --generate with --out writes the trace to FILE; without --out it replays it at once.
     --sweep replays at 30, 50 and 70 % of each trace's working set (--budgets to change).
     --json prints one JSON object per policy (per line) instead of the table.
+    --svg charts the latest episode (pressure or reclaim actions) with a margin; --all the whole replay.
     --log lists every restore and every victim; --aging S and --settle MS change the policy's
       aging (10 s) and settle time (1000 ms) for every policy.
     --actions prints only the reclaim actions each policy took, one line each: POLICY T_MS KIND
@@ -166,7 +167,8 @@ public enum ReplayCommand {
         }
         if let svg = o.svg {
             let watermarks = ReclaimConfiguration().watermarks
-            let text = SVGChart.render(chartSeries, title: label, watermarks: (watermarks.low, watermarks.high))
+            let text = SVGChart.render(chartSeries, title: label, watermarks: (watermarks.low, watermarks.high),
+                                       window: o.chartAll ? .all : .latestEpisode)
             do {
                 try io.writeFile(svg, text)
             } catch {

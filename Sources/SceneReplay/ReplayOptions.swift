@@ -8,6 +8,8 @@ extension ReplayCommand {
         var budget: BudgetOption?
         var json = false
         var svg: String?
+        /// The chart shows the whole replay instead of its latest episode.
+        var chartAll = false
         var generate: Scenario?
         var seed: UInt64 = 1
         var size: TraceGenerator.Size = .full
@@ -102,6 +104,7 @@ extension ReplayCommand.Options {
             guard let b = BudgetOption.parse(text) else { throw UsageError("invalid budget \"\(text)\" (e.g. 1.5G, 800M, 50%)") }
             budget = b
         case "--svg": svg = try value(a)
+        case "--all": chartAll = true
         case "--log": log = true
         case "--actions": actions = true
         case "--aging":

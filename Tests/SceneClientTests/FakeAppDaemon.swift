@@ -18,6 +18,9 @@ final class FakeAppDaemon: @unchecked Sendable {
     private let events: [JSONObject]
     /// Refuse the first answer carrying state with LimitExceeded, as scened does an oversize one.
     private let refuseStateOnce: Bool
+    /// Messages sent as they are after the scripted events (a malformed one, say).
+    private let rawTail: [String]
+    private let attachCount = Locked(0)
     private let recorded = Locked<[Call]>([])
     /// The connections open now, and whether stop() ran. A descriptor is shut down only while
     /// listed and unlisted before it is closed: its number may be reused at once elsewhere in
@@ -26,11 +29,14 @@ final class FakeAppDaemon: @unchecked Sendable {
     private let refused = Locked(false)
 
     var calls: [Call] { recorded.withLock { $0 } }
+    /// How many Attach calls came.
+    var attaches: Int { attachCount.withLock { $0 } }
 
-    init(directory: String, events: [JSONObject], refuseStateOnce: Bool = false) throws {
+    init(directory: String, events: [JSONObject], refuseStateOnce: Bool = false, rawTail: [String] = []) throws {
         path = directory + "/fake-scened.sock"
         self.events = events
         self.refuseStateOnce = refuseStateOnce
+        self.rawTail = rawTail
         listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard listener >= 0 else { throw TestFailure("socket: errno \(errno)") }
         let bound = withUnixAddress(path) { bind(listener, $0, $1) }
@@ -99,8 +105,17 @@ final class FakeAppDaemon: @unchecked Sendable {
                 "app": parameters["app"] ?? "", "pid": .int(Int64(getpid())), "nextSeq": 1,
                 "deadlines": ["didEnterBackground": 5_000_000, "willTerminate": 5_000_000, "backgroundTaskExpiration": 5_000_000],
             ]], "continues": true]]
+            attachCount.withLock { $0 += 1 }
             for e in events { replies.append(["parameters": ["event": .object(e)], "continues": true]) }
-            return replies.allSatisfy { send($0, fd) }
+            return replies.allSatisfy { send($0, fd) } && rawTail.allSatisfy { sendBytes(Array($0.utf8) + [0], fd) }
+        }
+        if method == "org.varlink.service.GetInterfaceDescription" {
+            // Clients that build their calls from the text (Python's varlink) ask for it first.
+            let name = parameters["interface"]?.stringValue ?? ""
+            guard let text = try? String(contentsOfFile: Self.interfaceDirectory + "/\(name).varlink", encoding: .utf8) else {
+                return send(["error": "org.varlink.service.InterfaceNotFound", "parameters": ["interface": .string(name)]], fd)
+            }
+            return send(["parameters": ["description": .string(text)]], fd)
         }
         recorded.withLock { $0.append(Call(method: method, parameters: parameters)) }
         let carriesState = parameters["restoration"] != nil || parameters["restorations"] != nil
@@ -117,8 +132,18 @@ final class FakeAppDaemon: @unchecked Sendable {
         return true
     }
 
+    /// interfaces/ of this package, from this file's path (Tests/SceneClientTests/…).
+    static let interfaceDirectory: String = {
+        var path = #filePath
+        for _ in 0..<3 { path = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)]) }
+        return path + "/interfaces"
+    }()
+
     private func send(_ reply: JSONObject, _ fd: Int32) -> Bool {
-        let bytes = JSONValue.object(reply).serialized() + [0]
+        sendBytes(JSONValue.object(reply).serialized() + [0], fd)
+    }
+
+    private func sendBytes(_ bytes: [UInt8], _ fd: Int32) -> Bool {
         var sent = 0
         while sent < bytes.count {
             let n = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }

@@ -261,7 +261,8 @@ final class RunningApp {
     let task: Task<Result<SceneApplicationEnding, RunError>, Never>
     let logLines = Locked<[String]>([])
 
-    init(app: String, socketPath: String, requestSceneAtLaunch: Bool = true, sceneDelay: Duration? = nil) {
+    init(app: String, socketPath: String, requestSceneAtLaunch: Bool = true, sceneDelay: Duration? = nil,
+         delegate custom: (any ApplicationDelegate)? = nil) {
         let lines = logLines
         let recorder = recorder
         application = SceneApplication(app: app, options: .init(
@@ -269,7 +270,7 @@ final class RunningApp {
             onEvent: { event in recorder.seqs.append(event.seq) },
             log: { line in lines.withLock { $0.append(line) } }))
         let application = application
-        let delegate = RecordingAppDelegate(recorder, requestSceneAtLaunch: requestSceneAtLaunch)
+        let delegate = custom ?? RecordingAppDelegate(recorder, requestSceneAtLaunch: requestSceneAtLaunch)
         task = Task { @MainActor in
             do {
                 return .success(try await application.run(delegate: delegate) { _ in RecordingSceneDelegate(recorder, delay: sceneDelay) })

@@ -25,6 +25,12 @@ import Varlink
         (["reload"], "Reload", managerError("ConfigurationError", ["file": "/etc/scened/scened.conf", "line": 3,
                                                                   "message": "/etc/scened/scened.conf:3: unknown key Foo"]), 1,
          "/etc/scened/scened.conf:3: unknown key Foo"),
+        (["cancel-task", "com.example.mail", "a"], "CancelBackgroundTask", managerError("NoSuchBackgroundTask", [
+            "app": "com.example.mail", "identifier": "a", "message": "com.example.mail has no background task a"]), 4,
+         "com.example.mail has no background task a"),
+        (["notify", "com.example.mail", "{}"], "Notify", managerError("LimitExceeded", [
+            "limit": "MaxPendingNotifications", "maximum": 64, "message": "com.example.mail has 64 notifications waiting"]), 1,
+         "com.example.mail has 64 notifications waiting"),
         (["status"], "GetStatus", VarlinkError.invalidParameter("x"), 1, "scened rejected the parameter 'x'"),
         (["status"], "GetStatus", VarlinkError.permissionDenied(), 5, "permission denied"),
         (["pressure", "set", "critical"], "SetPressure", VarlinkError(name: "org.varlink.service.PermissionDenied", parameters: [

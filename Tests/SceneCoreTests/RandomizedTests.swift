@@ -125,6 +125,7 @@ import Testing
         var run = RandomRun(configuration: configuration)
         var generator = CommandGenerator(seed: seed, appCount: appCount)
         generator.systemEvents = systemEvents
+        generator.backgroundWork = backgroundPercent > 0
         generator.backgroundPercent = backgroundPercent
         var entries: [Entry] = []
         entries.reserveCapacity(steps)

@@ -12,7 +12,7 @@ struct WakePlannerTests {
     static func suspendedApps(_ count: Int, due: Timestamp = t0) throws -> LifecycleEngine {
         var engine = LifecycleEngine(clock: t0)
         for i in 0..<count {
-            let app = AppID("app\(i)")!
+            let app = AppID("org.example.app\(i)")!
             _ = try engine.run(.launch(app), now: t0)
             _ = try engine.run(.suspend(app, cause: .timer), now: t0)
             _ = try engine.run(.scheduleTask(ScheduledTask(app: app, identifier: "refresh", kind: .refresh,
@@ -47,7 +47,7 @@ struct WakePlannerTests {
     @Test("one wake takes the app's tasks due within the window; the next check is the one after")
     func coalescing() throws {
         var engine = try Self.suspendedApps(1)
-        let app = AppID("app0")!
+        let app = AppID("org.example.app0")!
         for (id, delay) in [("soon", 10), ("later", 120)] {
             _ = try engine.run(.scheduleTask(ScheduledTask(app: app, identifier: id, kind: .refresh,
                                                               earliestBegin: Self.t0 + .seconds(Int64(delay)), submittedAt: Self.t0)),
@@ -71,7 +71,7 @@ struct WakePlannerTests {
     @Test("critical pressure and sleep wake nothing; warning holds processing and normal notifications")
     func pressureAndSleep() throws {
         var engine = try Self.suspendedApps(2)
-        let a = AppID("app0")!, b = AppID("app1")!
+        let a = AppID("org.example.app0")!, b = AppID("org.example.app1")!
         _ = try engine.run(.scheduleTask(ScheduledTask(app: a, identifier: "index", kind: .processing,
                                                           earliestBegin: Self.t0, submittedAt: Self.t0)), now: Self.t0)
         _ = try engine.run(.cancelTask(b, identifier: "refresh"), now: Self.t0)
@@ -90,7 +90,7 @@ struct WakePlannerTests {
     @Test("a processing task under way is cut short when pressure rises")
     func processingCut() throws {
         var engine = try Self.suspendedApps(1)
-        let app = AppID("app0")!
+        let app = AppID("org.example.app0")!
         _ = try engine.run(.cancelTask(app, identifier: "refresh"), now: Self.t0)
         _ = try engine.run(.scheduleTask(ScheduledTask(app: app, identifier: "index", kind: .processing,
                                                           earliestBegin: Self.t0, submittedAt: Self.t0)), now: Self.t0)
@@ -106,7 +106,7 @@ struct WakePlannerTests {
     @Test("a not-running app is started first when scened can start it, and counted meanwhile")
     func launches() throws {
         var engine = LifecycleEngine(clock: Self.t0)
-        let started = AppID("started")!, attachedOnly = AppID("attached")!
+        let started = AppID("org.example.started")!, attachedOnly = AppID("org.example.attached")!
         for app in [started, attachedOnly] {
             _ = try engine.run(.scheduleTask(ScheduledTask(app: app, identifier: "r", kind: .refresh,
                                                               earliestBegin: Self.t0, submittedAt: Self.t0)), now: Self.t0)
@@ -127,6 +127,44 @@ struct WakePlannerTests {
         #expect(gaveUp.launches.isEmpty)
     }
 
+    @Test("a start for a wake that failed frees its slot and is not tried again before the launch timeout")
+    func failedStart() throws {
+        var engine = LifecycleEngine(clock: Self.t0)
+        let broken = AppID("org.example.broken")!, good = AppID("org.example.good")!
+        _ = try engine.run(.queueNotification(app: broken, payload: "{}", priority: .normal), now: Self.t0)
+        _ = try engine.run(.launch(good), now: Self.t0)
+        _ = try engine.run(.suspend(good, cause: .timer), now: Self.t0)
+        _ = try engine.run(.queueNotification(app: good, payload: "{}", priority: .normal), now: Self.t0 + .seconds(1))
+        var planner = WakePlanner()
+        let one = WakePlanner.Limits(maxConcurrentWakes: 1, coalesce: .seconds(30))
+        let first = planner.plan(engine, Self.view(startable: [broken]), one)
+        #expect(first.launches == [broken] && first.wakes.isEmpty, "the earlier notification's app is started first")
+        var failed = Self.view(Self.t0 + .seconds(1), startable: [broken])
+        failed.failedStarts = [broken]
+        let second = planner.plan(engine, failed, one)
+        #expect(second.wakes.map(\.app) == [good], "the slot is free for the good app")
+        #expect(second.launches.isEmpty, "the broken app is not started again at once")
+        #expect(!planner.startedForWake(broken) && planner.awake(engine) == 0)
+        #expect(second.nextCheck == Self.t0 + .seconds(61), "looked at again when it may be retried")
+        let retry = planner.plan(engine, Self.view(Self.t0 + .seconds(61), startable: [broken]), one)
+        #expect(retry.launches == [broken], "retried after the launch timeout")
+    }
+
+    @Test("a task submitted again while it is handled waits for that item to close")
+    func resubmittedWhileHandled() throws {
+        var engine = try Self.suspendedApps(1)
+        let app = AppID("org.example.app0")!
+        var planner = WakePlanner()
+        for request in planner.plan(engine, Self.view(), Self.limits).wakes { try engine.run(.wake(request), now: Self.t0) }
+        try engine.run(.scheduleTask(ScheduledTask(app: app, identifier: "refresh", kind: .refresh, earliestBegin: Self.t0,
+                                                   submittedAt: Self.t0)), now: Self.t0)
+        #expect(planner.plan(engine, Self.view(), Self.limits).wakes.isEmpty, "the open item is not handed over again")
+        try engine.run(.endWake(app, .task("refresh"), success: true), now: Self.t0)
+        let again = planner.plan(engine, Self.view(), Self.limits)
+        #expect(again.wakes == [WakeRequest(app: app, tasks: ["refresh"])])
+        for request in again.wakes { try engine.run(.wake(request), now: Self.t0) }
+    }
+
     @Test("an app with a scene in the foreground is handed a notification whatever the cap")
     func foregroundNotCounted() throws {
         var engine = try Self.suspendedApps(4)
@@ -134,7 +172,7 @@ struct WakePlannerTests {
         for request in planner.plan(engine, Self.view(), Self.limits).wakes {
             _ = try engine.run(.wake(request), now: Self.t0)
         }
-        let front = AppID("front")!
+        let front = AppID("org.example.front")!
         _ = try engine.run(.connect(ConnectRequest(app: front)), now: Self.t0)
         _ = try engine.run(.queueNotification(app: front, payload: "{}", priority: .normal), now: Self.t0)
         let plan = planner.plan(engine, Self.view(), Self.limits)

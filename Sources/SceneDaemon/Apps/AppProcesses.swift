@@ -83,7 +83,9 @@ extension AppSupervisor {
         }
         if let deadline {
             w.field("deadline", deadline)
-        } else if e.name == .backgroundTaskWillExpire {
+        } else if e.name == .backgroundTaskWillExpire, case .task = e.detail {
+            // A scheduled task's expiry has its wake's deadline already: a second key would
+            // make the object unreadable to a strict parser.
             w.field("deadline", e.time + host.engine.configuration.expirationGrace)
         }
         w.endObject()

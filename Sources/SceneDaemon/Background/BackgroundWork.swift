@@ -42,19 +42,22 @@ final class BackgroundWork {
 
     func awake(_ engine: LifecycleEngine) -> Int { planner.awake(engine) }
 
-    /// The plan for now, or nil when nothing it depends on changed and no check is due.
-    func plan(_ engine: LifecycleEngine, now: Timestamp, pressure: PressureLevel, blocked: Bool) -> WakePlanner.Plan? {
+    /// The plan for now, or nil when nothing it depends on changed, no start for a wake
+    /// failed (`failedStarts`) and no check is due.
+    func plan(_ engine: LifecycleEngine, now: Timestamp, pressure: PressureLevel, blocked: Bool,
+              failedStarts: Set<AppID> = []) -> WakePlanner.Plan? {
         let key = Key(sequence: engine.nextSequence, schedules: engine.schedules.count,
                       notifications: engine.notifications.count, nextNotification: engine.nextNotificationNumber,
                       pressure: pressure, blocked: blocked)
-        if key == lastKey, nextCheck.map({ now < $0 }) ?? true { return nil }
+        if key == lastKey, failedStarts.isEmpty, nextCheck.map({ now < $0 }) ?? true { return nil }
         lastKey = key
         // Nothing stored, nothing starting, nothing to cut short: the common case costs nothing.
         if engine.schedules.isEmpty, engine.notifications.isEmpty, planner.launching.isEmpty, pressure == .normal {
             nextCheck = nil
             return nil
         }
-        let view = WakePlanner.View(now: now, pressure: pressure, blocked: blocked, startable: startable)
+        let view = WakePlanner.View(now: now, pressure: pressure, blocked: blocked, startable: startable,
+                                    failedStarts: failedStarts)
         let plan = planner.plan(engine, view, limits)
         nextCheck = plan.nextCheck
         return plan

@@ -25,6 +25,8 @@ struct WakePlanner {
         var blocked: Bool
         /// Apps scened starts itself (ExecStart=).
         var startable: Set<AppID>
+        /// Apps started for a wake whose process went before it attached: the start failed.
+        var failedStarts: Set<AppID> = []
     }
 
     struct Plan: Equatable {
@@ -39,6 +41,9 @@ struct WakePlanner {
 
     /// Processes started for a wake, and since when.
     private(set) var launching: [AppID: Timestamp] = [:]
+    /// Apps whose start for a wake failed, and when they may be started again: not counted
+    /// as awake meanwhile, so that a broken app holds no slot another app could use.
+    private(set) var retryAt: [AppID: Timestamp] = [:]
 
     /// Apps awake for background work now: handed items they have not answered, with no
     /// scene in the foreground; and those being started for it.
@@ -55,6 +60,10 @@ struct WakePlanner {
     mutating func plan(_ engine: LifecycleEngine, _ view: View, _ limits: Limits) -> Plan {
         var plan = Plan()
         launching = launching.filter { view.now < $0.value + limits.launchTimeout }
+        for app in view.failedStarts where launching.removeValue(forKey: app) != nil {
+            retryAt[app] = view.now + limits.launchTimeout
+        }
+        retryAt = retryAt.filter { view.now < $0.value }
         if view.pressure != .normal { plan.expireProcessing = Self.processingToCut(engine) }
         guard !view.blocked, view.pressure != .critical else { return plan }
         let work = Self.dueWork(engine, view, limits)
@@ -76,14 +85,15 @@ struct WakePlanner {
                 awakeNow += start(app, awakeNow, limits, view.now, &plan)
             }
         }
-        plan.nextCheck = earliest(work.nextDue, launching.values.min().map { $0 + limits.launchTimeout })
+        plan.nextCheck = earliest(earliest(work.nextDue, launching.values.min().map { $0 + limits.launchTimeout }),
+                                  retryAt.values.min())
         return plan
     }
 
     /// Starts `app`'s process for a wake if the cap allows; returns how many it adds.
     private mutating func start(_ app: AppID, _ awakeNow: Int, _ limits: Limits, _ now: Timestamp,
                                 _ plan: inout Plan) -> Int {
-        guard launching[app] == nil, awakeNow < limits.maxConcurrentWakes else { return 0 }
+        guard launching[app] == nil, retryAt[app] == nil, awakeNow < limits.maxConcurrentWakes else { return 0 }
         launching[app] = now
         plan.launches.append(app)
         return 1
@@ -110,6 +120,9 @@ struct WakePlanner {
         var soon: [ScheduledTask] = []
         var dueApps: Set<AppID> = []
         for task in engine.schedules.values where normal || task.kind != .processing {
+            // Submitted again while the same identifier is still handled: it waits for that
+            // item to close (the engine refuses a wake naming it).
+            if engine.apps[task.app]?.wakes.contains(where: { $0.subject == .task(task.identifier) }) == true { continue }
             if task.earliestBegin <= horizon {
                 soon.append(task)
                 if task.earliestBegin <= view.now { dueApps.insert(task.app) }

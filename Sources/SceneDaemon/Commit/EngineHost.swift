@@ -23,6 +23,8 @@ final class EngineHost {
     private(set) var recent: RecentEvents
     private var effects: [Effect] = []
     private(set) var commits: UInt64 = 0
+    /// Counters for GetMetrics that no other part keeps (DaemonMetrics).
+    var metrics = DaemonMetrics()
 
     /// Stored rows the store left out, damaged on disk (start-up, and event-log rows as read).
     var quarantine = QuarantineReport()

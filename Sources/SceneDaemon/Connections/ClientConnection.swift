@@ -27,6 +27,9 @@ final class ClientConnection {
     /// An open `more` call. Varlink does not multiplex: until it ends, no other call of this
     /// connection is processed.
     var stream: ReplyStream?
+    /// While a call that waited for its app's process runs again: that app. Its launch
+    /// already happened when the process attached.
+    var resumedAfterLaunch: AppID?
     /// Whether the server has it among its fan-out monitors (`MonitorRegistry`); the server
     /// brings it in line with `stream` after every step.
     var isFanOutMonitor = false

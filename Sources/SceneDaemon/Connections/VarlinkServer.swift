@@ -591,9 +591,11 @@ extension VarlinkServer {
     /// A call that waited (its app's process was starting) runs now, as if it had just been
     /// read; then the connection takes its next calls again.
     func resumeParked(_ conn: ClientConnection, _ call: VarlinkCall, _ service: some ConnectionService) {
+        if case .launching(let app)? = conn.stream { conn.resumedAfterLaunch = app }
         conn.stream = nil
         conn.machine.callBegins()
         service.handle(call, on: conn)
+        conn.resumedAfterLaunch = nil
         callsHandled &+= 1
         guard !conn.isClosed else { return }
         scheduler.enrol(conn.slot)

@@ -1,27 +1,15 @@
 import SceneCore
 import Varlink
 
-/// How many tasks each app has scheduled and notifications waiting: counted once per reply
-/// rather than once per app, so that ListApps stays linear in what it lists.
-struct BackgroundCounts {
-    var scheduled: [AppID: Int] = [:]
-    var pending: [AppID: Int] = [:]
-
-    init(_ engine: LifecycleEngine, only app: AppID? = nil) {
-        for task in engine.schedules.values where app == nil || task.app == app { scheduled[task.app, default: 0] += 1 }
-        for n in engine.notifications.values where app == nil || n.app == app { pending[n.app, default: 0] += 1 }
-    }
-}
-
 extension JSONWriter {
     /// App's background fields: declared and active modes, scheduled, waiting, under way.
-    mutating func appBackground(_ a: AppRecord, declared: BackgroundModes, counts: BackgroundCounts) {
+    mutating func appBackground(_ a: AppRecord, declared: BackgroundModes) {
         key(static: "backgroundModes")
         modes(declared)
         key(static: "activeModes")
         modes(a.activeModes)
-        field("scheduledTasks", UInt64(counts.scheduled[a.id] ?? 0))
-        field("pendingNotifications", UInt64(counts.pending[a.id] ?? 0))
+        field("scheduledTasks", UInt64(a.scheduled.count))
+        field("pendingNotifications", UInt64(a.pendingNotifications.count))
         field("wakes", UInt64(a.wakes.count))
     }
 

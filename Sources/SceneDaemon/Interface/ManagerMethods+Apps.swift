@@ -4,7 +4,14 @@ import Varlink
 /// The handlers of the app and background-task methods.
 extension MethodDispatcher {
     func launch(_ c: MethodCall) throws(VarlinkError) {
-        try runReplyingEvents(.launch(try c.p.app()), c)
+        let app = try c.p.app()
+        // An app scened starts itself was launched when the process started for this call
+        // attached: that was this call's launch, not a second one to refuse.
+        if c.conn.resumedAfterLaunch == app, host.engine.apps[app]?.process == .running {
+            reply(c) { w in w.events(self.host.pending.events[0..<0]) }
+            return
+        }
+        try runReplyingEvents(.launch(app), c)
     }
 
     func terminate(_ c: MethodCall) throws(VarlinkError) {

@@ -16,7 +16,10 @@ extension MethodDispatcher {
         let size = payload.utf8.count
         let limit = background.maxNotificationSize
         guard size <= limit else {
-            throw limits.error("MaxNotificationSize", "the payload is \(size) bytes, the most a notification may carry is \(limit) (MaxNotificationSize)")
+            // The connection limits do not know this [Background] setting: its maximum is ours.
+            var error = limits.error("MaxNotificationSize", "the payload is \(size) bytes, the most a notification may carry is \(limit) (MaxNotificationSize)")
+            error.parameters["maximum"] = .int(Int64(limit))
+            throw error
         }
         var priority = NotificationPriority.normal
         if let name = c.p.string("priority") {
@@ -64,7 +67,7 @@ extension MethodDispatcher {
         w.field("maxConcurrentWakes", UInt64(background.limits.maxConcurrentWakes))
         w.field("scheduledTasks", UInt64(engine.schedules.count))
         w.field("pendingNotifications", UInt64(engine.notifications.count))
-        if let next = engine.schedules.values.map(\.earliestBegin).min() { w.field("nextDue", next) }
+        if let next = engine.nextScheduleDue { w.field("nextDue", next) }
         w.endObject()
     }
 }

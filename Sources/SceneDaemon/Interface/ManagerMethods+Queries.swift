@@ -19,14 +19,13 @@ extension MethodDispatcher {
 
     func listApps(_ c: MethodCall) throws(VarlinkError) {
         let engine = host.engine
-        let counts = BackgroundCounts(engine)
         reply(c) { w in
             w.key("apps")
             w.beginArray()
             for id in engine.apps.keys.sorted() {
                 w.app(engine.apps[id]!, engine: engine, attachedPid: self.apps.attachments.attachment(of: id)?.pid,
                       started: self.apps.startedProcess(id), follows: self.followedUser(id),
-                      declaredModes: self.apps.appSettings[id]?.backgroundModes ?? [], counts: counts)
+                      declaredModes: self.apps.appSettings[id]?.backgroundModes ?? [])
             }
             w.endArray()
         }

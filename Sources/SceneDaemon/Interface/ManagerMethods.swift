@@ -60,6 +60,7 @@ enum ManagerMethods {
         ManagerMethod(name: "GetApp", access: .anyone, handler: MethodDispatcher.getApp),
         ManagerMethod(name: "GetStatus", access: .anyone, handler: MethodDispatcher.getStatus),
         ManagerMethod(name: "GetPressure", access: .anyone, handler: MethodDispatcher.getPressure),
+        ManagerMethod(name: "GetMetrics", access: .anyone, handler: MethodDispatcher.getMetrics),
         ManagerMethod(name: "GetReclaimPlan", access: .anyone, handler: MethodDispatcher.getReclaimPlan),
         ManagerMethod(name: "GetPressureHistory", access: .anyone, handler: MethodDispatcher.getPressureHistory),
         ManagerMethod(name: "Monitor", access: .anyone, handler: MethodDispatcher.monitor),

@@ -100,8 +100,7 @@ extension MethodDispatcher {
                 w.key("app")
                 w.app(a, engine: engine, attachedPid: self.apps.attachments.attachment(of: app)?.pid,
                       started: self.apps.startedProcess(app), follows: self.followedUser(app),
-                      declaredModes: self.apps.appSettings[app]?.backgroundModes ?? [],
-                      counts: BackgroundCounts(engine, only: app))
+                      declaredModes: self.apps.appSettings[app]?.backgroundModes ?? [])
             }
         }
     }

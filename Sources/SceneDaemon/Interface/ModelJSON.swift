@@ -80,8 +80,7 @@ extension JSONWriter {
 
     /// `attachedPid`: the process attached as the app through io.scened.App, if any.
     mutating func app(_ a: AppRecord, engine: LifecycleEngine, attachedPid: Int32? = nil,
-                      started: (pid: Int32, frozen: Bool)? = nil, follows: String, declaredModes: BackgroundModes = [],
-                      counts: BackgroundCounts) {
+                      started: (pid: Int32, frozen: Bool)? = nil, follows: String, declaredModes: BackgroundModes = []) {
         beginObject()
         field("id", a.id)
         field("process", static: a.process.staticName)
@@ -113,7 +112,7 @@ extension JSONWriter {
         let hold = engine.holds.hold(for: a.id)
         field("hold", hold.level.description)
         if hold.level != .none { field("holdCause", static: hold.cause.staticName) }
-        appBackground(a, declared: declaredModes, counts: counts)
+        appBackground(a, declared: declaredModes)
         endObject()
     }
 

@@ -99,6 +99,7 @@ struct ObservedEvent: CustomStringConvertible {
         case "session": cause = .session
         case "idle": cause = .idle
         case "sleep": cause = .sleep
+        case "background": cause = .background
         case "reclaim":
             let note = object["reclaim"]?.objectValue ?? [:]
             cause = .reclaim(ReclaimNote(level: note["level"]?.stringValue ?? "", usageBefore: UInt64(note["usageBefore"]?.intValue ?? 0),
@@ -113,6 +114,10 @@ struct ObservedEvent: CustomStringConvertible {
             detail = .connect(restoration: try Self.restoration(object["restoration"]), reconnect: reconnect)
         case .didDiscardSceneSessions:
             detail = .discarded(try Self.sessions(object["sessions"]))
+        case .performBackgroundTask, .didReceiveNotification:
+            detail = .wake(try wake(fail))
+        case .backgroundTaskWillExpire where object["task"] == nil:
+            detail = .wake(try wake(fail))
         case .backgroundTaskWillExpire:
             guard let token = object["task"]?.stringValue.flatMap(TaskToken.init(parsing:)) else { throw fail("task") }
             detail = .task(token, name: object["taskName"]?.stringValue ?? "")
@@ -125,6 +130,17 @@ struct ObservedEvent: CustomStringConvertible {
         return LifecycleEvent(seq: UInt64(seqValue), time: Timestamp(microseconds: time), name: name, app: app,
                               session: session, sceneInstance: scene, state: state, appState: appState, cause: cause,
                               detail: detail)
+    }
+
+    /// The detail of a wake's event (R34): its kind, task identifier or notification id,
+    /// payload and deadline.
+    private func wake(_ fail: (String) -> TestFailure) throws -> WakeDetail {
+        guard let kind = object["kind"]?.stringValue.flatMap(WakeKind.init(name:)) else { throw fail("kind") }
+        guard let deadline = object["deadline"]?.intValue else { throw fail("deadline") }
+        let identifier = kind == .notification ? object["notification"]?.stringValue : object["identifier"]?.stringValue
+        guard let identifier else { throw fail("identifier or notification") }
+        let payload = object["payload"].map { $0.serializedString() }
+        return WakeDetail(kind: kind, identifier: identifier, payload: payload, deadline: Timestamp(microseconds: deadline))
     }
 
     static func sessions(_ value: JSONValue?) throws -> [SessionID] {
