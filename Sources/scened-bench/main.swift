@@ -5,8 +5,9 @@
 // the cgroup part needs root), and apps scened starts itself: cold launch, freeze/thaw and
 // measured memory against the kernel's figures (launch), and what the system does to a
 // thousand attached apps: a SIGTERM stop that commits their state (stop), a logind lock and a
-// shell's interruption reaching every scene (lock). Release build:
-//   swift build -c release && .build/release/scened-bench [daemon|list|durable|startup|stored|fill|logging|fairness|hostile|hostile-monitors|hostile-idle|apps|stop|lock|processes|launch|all]
+// shell's interruption reaching every scene (lock), and background work: Notify to a frozen
+// app against the kernel's thaw, a thousand apps' tasks falling due at once (wake). Release build:
+//   swift build -c release && .build/release/scened-bench [daemon|list|durable|startup|stored|fill|logging|fairness|hostile|hostile-monitors|hostile-idle|apps|stop|lock|processes|launch|wake|all]
 // startup fills its stores through SceneCore and SceneStore (StoreFill.swift); `fill --state-dir D
 // [--startup-sessions N] [--archived]` makes one such store alone, to start scened on by hand.
 // Figures depend on the machine and its load: compare the lines of one run with each other.
@@ -139,9 +140,9 @@ func clientCPUSeconds() -> Double {
 }
 
 func header() {
-    if mode == "launch" {
+    if mode == "launch" || mode == "wake" {
         // Its own conditions follow: one call at a time, every message parsed.
-        say("scened-bench (launch); \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs")
+        say("scened-bench (\(mode)); \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs")
         return
     }
     say("scened-bench (\(mode)); release build; \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs; client: one thread, pipelined, replies framed not parsed")
@@ -285,6 +286,10 @@ func loggingFigures() throws {
     }
 }
 
+// The processes `wake` measures with (WakeProbe.swift): no header, their output is a protocol.
+if mode == "wake-probe" { exit(wakeProbe(fifo: arguments.count > 1 ? arguments[1] : "")) }
+if mode == "wake-echo", arguments.count > 2 { exit(wakeEcho(input: arguments[1], output: arguments[2])) }
+
 do {
     header()
     switch mode {
@@ -314,6 +319,7 @@ do {
     case "lock": try lockFigures()
     case "processes": try processFigures()
     case "launch": try launchFigures()
+    case "wake": try wakeFigures()
     case "hostile-monitors":
         say("\n== hostile: Monitors that never read (Durability=off, LogLevel=notice; targets: peak RSS < 256 MiB, bystander ≥ 0.50 of its rate alone) ==")
         try neverReadingMonitors()
@@ -334,8 +340,9 @@ do {
         try lockFigures()
         try processFigures()
         try launchFigures()
+        try wakeFigures()
     default:
-        say("usage: scened-bench [daemon|list|durable|startup|stored|saved|fill|logging|fairness|hostile|hostile-monitors|hostile-idle|apps|stop|lock|processes|launch|all] [--seconds S] [--sessions N] [--startup-sessions N] [--saved-sessions N] [fill: --state-dir D --archived --restoration-bytes B] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [stop: --apps N --repeats K --durability D] [lock: --apps N --rounds R --durability D] [processes: --rounds N] [launch: --rounds N --copies K --hold-mib M]")
+        say("usage: scened-bench [daemon|list|durable|startup|stored|saved|fill|logging|fairness|hostile|hostile-monitors|hostile-idle|apps|stop|lock|processes|launch|wake|all] [--seconds S] [--sessions N] [--startup-sessions N] [--saved-sessions N] [fill: --state-dir D --archived --restoration-bytes B] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [stop: --apps N --repeats K --durability D] [lock: --apps N --rounds R --durability D] [processes: --rounds N] [launch: --rounds N --copies K --hold-mib M] [wake: --rounds N --apps N --caps 4,32 --lead S --parts 1,2 --durability D]")
         exit(2)
     }
 } catch {
