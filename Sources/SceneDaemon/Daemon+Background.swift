@@ -36,7 +36,8 @@ extension Daemon {
     /// One wake; a refusal (the app changed state in between) is left for the next plan.
     private func wake(_ request: WakeRequest) {
         do {
-            _ = try host.execute(.wake(request))
+            let (_, events) = try host.execute(.wake(request))
+            if host.pending.events[events].first?.name == .resumed { apps.thawForWake(request.app) }
         } catch {
             apps.appLog(.warning, request.app, "Could not wake \(request.app) for its background work: \(error).",
                         id: MessageID.backgroundWake)

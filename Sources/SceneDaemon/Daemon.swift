@@ -133,7 +133,7 @@ final class Daemon {
         timers.app = try disarmedTimer(accuracy: 1_000, posting: .appDeadline)
         timers.measure = try disarmedTimer(accuracy: 10_000, posting: .measure)
         timers.system = try disarmedTimer(accuracy: 1_000, posting: .systemTimer)
-        timers.background = try disarmedTimer(accuracy: 10_000, posting: .backgroundTimer)
+        timers.background = try disarmedTimer(accuracy: 1_000, posting: .backgroundTimer)
         for signo in [SIGTERM, SIGINT] { try loop.addSignal(signo, posting: .stop, to: inbox) }
         try loop.addSignal(SIGHUP, posting: .reload, to: inbox)
         watchdog = ServingWatchdog(interval: ServiceManager.watchdogInterval())

@@ -85,6 +85,18 @@ import Testing
         #expect(table.settle(mail, owesAnswer: false) == [], "not suspended any more")
     }
 
+    @Test func aWakeThawsBeforeItsCommitAndTheResumedEventFindsItRunning() {
+        var table = running()
+        _ = table.observe(event(.suspended), now: t(1))
+        #expect(table.settle(mail, owesAnswer: false) == [.freeze(mail)])
+        #expect(table.thawForWake(mail) == [.thaw(mail)], "thawed while the wake's batch commits")
+        #expect(table.thawForWake(mail) == [], "once")
+        #expect(table.observe(event(.resumed), now: t(2)) == [], "the committed resumption: already thawed")
+        #expect(table.settle(mail, owesAnswer: false) == [], "not suspended any more")
+        _ = table.observe(event(.suspended), now: t(3))
+        #expect(table.settle(mail, owesAnswer: false) == [.freeze(mail)], "frozen again after the wake")
+    }
+
     @Test func aRequestedTerminationWaitsForWillTerminateThenSignalsThenKills() {
         var table = running()
         #expect(table.observe(event(.terminated, reason: .requested), now: t(100)) == [])

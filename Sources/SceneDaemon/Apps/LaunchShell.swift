@@ -75,6 +75,12 @@ extension AppSupervisor {
         }
     }
 
+    /// A wake just resumed `app` (uncommitted): thaw its process now (LaunchTable.thawForWake).
+    func thawForWake(_ app: AppID) {
+        guard !launches.isEmpty, launches.process(of: app) != nil else { return }
+        carryOut(launches.thawForWake(app))
+    }
+
     /// The started process of `app`, for GetApp and ListApps.
     func startedProcess(_ app: AppID) -> (pid: Int32, frozen: Bool)? {
         guard !launches.isEmpty, let p = launches.process(of: app) else { return nil }

@@ -167,6 +167,18 @@ struct LaunchTable {
         }
     }
 
+    /// A wake resumed the app in the batch being gathered: thawed now, so that the kernel's
+    /// thaw overlaps the commit; its `resumed` event, observed after the commit, then finds
+    /// it running. Until the event arrives the process has nothing to read and waits.
+    mutating func thawForWake(_ app: AppID) -> [Action] {
+        guard var p = processes[app], p.frozen || p.wantFrozen else { return [] }
+        let wasFrozen = p.frozen
+        p.wantFrozen = false
+        p.frozen = false
+        processes[app] = p
+        return wasFrozen ? [.thaw(app)] : []
+    }
+
     /// The app answered willTerminate or detached while stopping: no need to wait any longer.
     mutating func finished(_ app: AppID, now: Timestamp) -> [Action] {
         guard var p = processes[app], case .stopping(.some, _) = p.phase else { return [] }
