@@ -150,6 +150,15 @@ struct WakePlannerTests {
         #expect(retry.launches == [broken], "retried after the launch timeout")
     }
 
+    @Test("the k earliest of many, in order, in one pass; ties by app")
+    func earliestK() {
+        let apps = (0..<50).map { AppID("org.example.k\($0)")! }
+        let items = apps.enumerated().map { (Self.t0 + .seconds(Int64(($0.offset * 7) % 13)), $0.element) }
+        for k in [0, 1, 4, 49, 50, 60] {
+            #expect(WakePlanner.earliest(k, of: items).map(\.1) == Array(items.sorted { $0 < $1 }.prefix(k)).map(\.1))
+        }
+    }
+
     @Test("a task submitted again while it is handled waits for that item to close")
     func resubmittedWhileHandled() throws {
         var engine = try Self.suspendedApps(1)

@@ -66,24 +66,17 @@ struct WakePlanner {
         retryAt = retryAt.filter { view.now < $0.value }
         if view.pressure != .normal { plan.expireProcessing = Self.processingToCut(engine) }
         guard !view.blocked, view.pressure != .critical else { return plan }
-        let work = Self.dueWork(engine, view, limits)
+        let work = Self.dueApps(engine, view, limits)
         var awakeNow = awake(engine)
-        for (app, due) in work.ordered {
-            guard let record = engine.apps[app] else {
-                if view.startable.contains(app) { awakeNow += start(app, awakeNow, limits, view.now, &plan) }
+        for app in chosen(work.first, engine, view, free: max(0, limits.maxConcurrentWakes - awakeNow)) {
+            guard let record = engine.apps[app], record.process != .notRunning else {
+                awakeNow += start(app, awakeNow, limits, view.now, &plan)
                 continue
             }
-            switch record.process {
-            case .running where !record.wakes.isEmpty || record.hasForegroundScene:
-                plan.wakes.append(due)
-            case .running, .suspended:
-                guard awakeNow < limits.maxConcurrentWakes || launching[app] != nil else { continue }
-                if launching.removeValue(forKey: app) == nil { awakeNow += 1 }
-                plan.wakes.append(due)
-            case .notRunning:
-                guard view.startable.contains(app) else { continue }
-                awakeNow += start(app, awakeNow, limits, view.now, &plan)
-            }
+            let handedOnly = record.process == .running && (!record.wakes.isEmpty || record.hasForegroundScene)
+            if launching.removeValue(forKey: app) == nil && !handedOnly { awakeNow += 1 }
+            let request = Self.request(for: app, engine, view, limits)
+            if !request.tasks.isEmpty || !request.notifications.isEmpty { plan.wakes.append(request) }
         }
         plan.nextCheck = earliest(earliest(work.nextDue, launching.values.min().map { $0 + limits.launchTimeout }),
                                   retryAt.values.min())
@@ -99,48 +92,74 @@ struct WakePlanner {
         return 1
     }
 
-    /// Each app with something deliverable now, earliest first, with everything it would be
-    /// handed; and when the next task not yet due falls due.
-    static func dueWork(_ engine: LifecycleEngine, _ view: View, _ limits: Limits)
-        -> (ordered: [(AppID, WakeRequest)], nextDue: Timestamp?) {
-        var requests: [AppID: (first: Timestamp, request: WakeRequest)] = [:]
-        var nextDue: Timestamp?
+    /// The apps to hand work to now, earliest first: every due app already awake or in the
+    /// foreground (they take no slot), processes started for a wake that are now launched
+    /// (their slot was kept), and the `free` earliest of the rest.
+    private func chosen(_ first: [AppID: Timestamp], _ engine: LifecycleEngine, _ view: View, free: Int) -> [AppID] {
+        var chosen: [(Timestamp, AppID)] = []
+        var waiting: [(Timestamp, AppID)] = []
+        for (app, time) in first {
+            let process = engine.apps[app]?.process ?? .notRunning
+            if let record = engine.apps[app], process == .running, !record.wakes.isEmpty || record.hasForegroundScene {
+                chosen.append((time, app))
+            } else if launching[app] != nil {
+                if process != .notRunning { chosen.append((time, app)) }
+            } else if process == .notRunning && (!view.startable.contains(app) || retryAt[app] != nil) {
+                continue
+            } else {
+                waiting.append((time, app))
+            }
+        }
+        chosen += Self.earliest(free, of: waiting)
+        return chosen.sorted { $0 < $1 }.map(\.1)
+    }
+
+    /// The `k` smallest, in order, in one pass: a plan must not sort a thousand due apps to
+    /// wake four of them.
+    static func earliest(_ k: Int, of items: [(Timestamp, AppID)]) -> [(Timestamp, AppID)] {
+        guard k > 0 else { return [] }
+        guard items.count > k else { return items.sorted { $0 < $1 } }
+        var kept: [(Timestamp, AppID)] = []
+        kept.reserveCapacity(k + 1)
+        for item in items where kept.count < k || item < kept[kept.count - 1] {
+            let at = kept.firstIndex { item < $0 } ?? kept.count
+            kept.insert(item, at: at)
+            if kept.count > k { kept.removeLast() }
+        }
+        return kept
+    }
+
+    /// When each app with something deliverable now first had it, and when the next task not
+    /// yet due falls due (a task an app due now will take within the window sets no check).
+    /// Linear, and no request is built here.
+    static func dueApps(_ engine: LifecycleEngine, _ view: View, _ limits: Limits)
+        -> (first: [AppID: Timestamp], nextDue: Timestamp?) {
+        var first: [AppID: Timestamp] = [:]
         let normal = view.pressure == .normal
+        for n in engine.notifications.values where normal || n.priority == .high {
+            first[n.app] = min(first[n.app] ?? n.queuedAt, n.queuedAt)
+        }
+        for task in engine.schedules.values where task.earliestBegin <= view.now && (normal || task.kind != .processing) {
+            first[task.app] = min(first[task.app] ?? task.earliestBegin, task.earliestBegin)
+        }
         let horizon = view.now + limits.coalesce
-        func add(_ app: AppID, at time: Timestamp, _ body: (inout WakeRequest) -> Void) {
-            var entry = requests[app] ?? (time, WakeRequest(app: app))
-            entry.first = min(entry.first, time)
-            body(&entry.request)
-            requests[app] = entry
+        var nextDue: Timestamp?
+        for task in engine.schedules.values where task.earliestBegin > view.now && (normal || task.kind != .processing) {
+            if task.earliestBegin <= horizon && first[task.app] != nil { continue }
+            nextDue = earliest(nextDue, task.earliestBegin)
         }
-        for n in engine.notifications.values.sorted(by: { $0.id < $1.id }) where normal || n.priority == .high {
-            add(n.app, at: n.queuedAt) { $0.notifications.append(n.id) }
-        }
-        // Only the tasks within the window are sorted: the others only set the next check.
-        var soon: [ScheduledTask] = []
-        var dueApps: Set<AppID> = []
-        for task in engine.schedules.values where normal || task.kind != .processing {
-            // Submitted again while the same identifier is still handled: it waits for that
-            // item to close (the engine refuses a wake naming it).
-            if engine.apps[task.app]?.wakes.contains(where: { $0.subject == .task(task.identifier) }) == true { continue }
-            if task.earliestBegin <= horizon {
-                soon.append(task)
-                if task.earliestBegin <= view.now { dueApps.insert(task.app) }
-            } else {
-                nextDue = earliest(nextDue, task.earliestBegin)
-            }
-        }
-        soon.sort { ($0.earliestBegin, $0.key) < ($1.earliestBegin, $1.key) }
-        for task in soon {
-            // A task joins its app's wake when the wake happens anyway and it falls due soon.
-            if task.earliestBegin <= view.now || dueApps.contains(task.app) || requests[task.app] != nil {
-                add(task.app, at: task.earliestBegin) { $0.tasks.append(task.identifier) }
-            } else {
-                nextDue = earliest(nextDue, task.earliestBegin)
-            }
-        }
-        let ordered = requests.sorted { ($0.value.first, $0.key) < ($1.value.first, $1.key) }.map { ($0.key, $0.value.request) }
-        return (ordered, nextDue)
+        return (first, nextDue)
+    }
+
+    /// What a woken app is handed: its deliverable notifications, and its tasks due within
+    /// the window (one thaw serves them), except any it is handling now.
+    static func request(for app: AppID, _ engine: LifecycleEngine, _ view: View, _ limits: Limits) -> WakeRequest {
+        let normal = view.pressure == .normal
+        var request = WakeRequest(app: app)
+        request.tasks = engine.dueTasks(of: app, until: view.now + limits.coalesce)
+            .filter { normal || $0.kind != .processing }.map(\.identifier)
+        request.notifications = engine.pendingNotifications(of: app).filter { normal || $0.priority == .high }.map(\.id)
+        return request
     }
 
     private static func earliest(_ a: Timestamp?, _ b: Timestamp?) -> Timestamp? {
