@@ -23,15 +23,7 @@ extension MethodDispatcher {
         let policy = reclaim.policy
         w.field("episodes", UInt64(max(policy.episode?.number ?? 0, policy.lastEpisode?.number ?? 0)))
         writeReclaimTallies(&w, metrics.reclaims)
-        let grace = reclaim.controller.grace
-        w.key("grace")
-        w.beginObject()
-        w.field("pending", UInt64(grace.pending.count))
-        w.field("notices", UInt64(grace.counters.notices))
-        w.field("acks", UInt64(grace.counters.acks))
-        w.field("deferrals", UInt64(grace.counters.deferrals + grace.counters.refusedDeferrals))
-        w.field("timeouts", UInt64(grace.counters.timeouts))
-        w.endObject()
+        writeGrace(&w, reclaim.controller.grace)
         writeEventTallies(&w, metrics)
         w.field("backgroundTasks", UInt64(engine.apps.values.reduce(0) { $0 + $1.tasks.count }))
         w.field("connections", UInt64(server.connectionCount))

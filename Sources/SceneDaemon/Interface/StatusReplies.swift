@@ -113,15 +113,7 @@ extension MethodDispatcher {
         }
         if let e = policy.episode { w.key("episode"); writeEpisode(&w, e) }
         if let e = policy.lastEpisode { w.key("lastEpisode"); writeEpisode(&w, e) }
-        let grace = monitor.controller.grace
-        w.key("grace")
-        w.beginObject()
-        w.field("pending", UInt64(grace.pending.count))
-        w.field("notices", UInt64(grace.counters.notices))
-        w.field("acks", UInt64(grace.counters.acks))
-        w.field("deferrals", UInt64(grace.counters.deferrals + grace.counters.refusedDeferrals))
-        w.field("timeouts", UInt64(grace.counters.timeouts))
-        w.endObject()
+        writeGrace(&w, monitor.controller.grace)
         if let launcher = apps.launcher, !apps.shares.apps.isEmpty {
             let measured = apps.shares.measuredTotal
             w.key("measured")
@@ -133,6 +125,18 @@ extension MethodDispatcher {
             w.field("awaitingRelease", apps.shares.awaitingRelease)
             w.endObject()
         }
+        w.endObject()
+    }
+
+    /// The reclaim grace's notices and their outcomes (GetPressure and GetMetrics).
+    func writeGrace(_ w: inout JSONWriter, _ grace: ReclaimGrace) {
+        w.key("grace")
+        w.beginObject()
+        w.field("pending", UInt64(grace.pending.count))
+        w.field("notices", UInt64(grace.counters.notices))
+        w.field("acks", UInt64(grace.counters.acks))
+        w.field("deferrals", UInt64(grace.counters.deferrals + grace.counters.refusedDeferrals))
+        w.field("timeouts", UInt64(grace.counters.timeouts))
         w.endObject()
     }
 
