@@ -52,6 +52,14 @@ public enum Command: Sendable, Equatable {
     /// BeginBackgroundActivity / EndBackgroundActivity of a background mode.
     case beginActivity(AppID, BackgroundModes)
     case endActivity(AppID, BackgroundModes)
+    /// Open a URL or continue an activity (routing): in the given scene, else in the connected
+    /// scene the activation conditions choose, else in a new scene. A running app gets it now
+    /// (a suspended one is resumed first, result `.session`); for an app that is not running it
+    /// is stored until the app launches (result `.open`).
+    case open(OpenRequest)
+    /// A connected scene's UISceneActivationConditions (nil: UIKit's defaults). Stored; gone
+    /// when the scene disconnects.
+    case setActivationConditions(SessionID, ActivationConditions?)
 }
 
 public struct ConnectRequest: Sendable, Equatable {
@@ -64,11 +72,14 @@ public struct ConnectRequest: Sendable, Equatable {
     public var background: Bool
     public var restoreCostMs: UInt32
     public var isProtected: Bool
+    /// What the new scene is opened with: willConnectTo's urlContexts and userActivities.
+    public var open: OpenPayload?
 
     public init(app: AppID, role: SessionRole = .windowApplication,
                 configurationName: String = ConnectRequest.defaultConfigurationName,
                 userInfo: UserInfo = .empty, footprint: UInt64 = 0, background: Bool = false,
-                restoreCostMs: UInt32 = 0, isProtected: Bool = false) {
+                restoreCostMs: UInt32 = 0, isProtected: Bool = false, open: OpenPayload? = nil) {
+        self.open = open
         self.app = app
         self.role = role
         self.configurationName = configurationName
@@ -102,6 +113,7 @@ public enum CommandResult: Sendable, Equatable {
     case session(SessionID)
     case task(TaskToken)
     case notification(NotificationID)
+    case open(OpenID)
 }
 
 /// What the shell must do after a command, in order.
@@ -119,4 +131,8 @@ public enum Effect: Sendable, Equatable {
     case scheduleRemoved(ScheduleKey)
     case notificationChanged(NotificationID)
     case notificationRemoved(NotificationID)
+    case openChanged(OpenID)
+    case openRemoved(OpenID)
+    /// The session's activation conditions were set or cleared.
+    case conditionsChanged(SessionID)
 }

@@ -241,6 +241,7 @@ public struct ConformanceChecker: Sendable {
         case .didDiscardSceneSessions: return discardedSessions(e, &app, &found)
         case .didReceiveMemoryWarning: return .process(.running)
         case .performBackgroundTask, .didReceiveNotification: return wakeDelivered(e, &app, &found)
+        case .openURLContexts, .continueUserActivity: return opened(e, &app, &found)
         case .willTerminate: return willTerminate(e, &app, &found)
         case .backgroundTaskWillExpire: return taskWillExpire(e, &app, &found)
         case .suspended: return suspended(e, &app, &found)
@@ -279,7 +280,7 @@ public struct ConformanceChecker: Sendable {
         guard let id = e.session else { return .scene(.unattached) }
         var restoration: RestorationData?
         var reconnect = false
-        if case .connect(let r, let again) = e.detail {
+        if case .connect(let r, let again, _) = e.detail {
             restoration = r
             reconnect = again
         } else {
@@ -347,6 +348,20 @@ public struct ConformanceChecker: Sendable {
         }
         sessions[id] = s
         return .scene(after)
+    }
+
+    /// openURLContexts, continueUserActivity: only to a connected scene of a running process;
+    /// the scene's state does not change.
+    private func opened(_ e: LifecycleEvent, _ app: inout AppModel, _ found: inout Findings) -> EventState {
+        if app.process != .running { found.flag(.stream, "\(e.name) for a process that is \(app.process)") }
+        guard let id = e.session, let s = sessions[id], s.app == e.app, s.live, e.sceneInstance == s.instance else {
+            found.flag(.R1, "\(e.name) for a scene that is not connected")
+            return .scene(.unattached)
+        }
+        if case .open(let payload) = e.detail, !payload.isEmpty {} else {
+            found.flag(.stream, "\(e.name) without what it opens")
+        }
+        return .scene(s.state)
     }
 
     /// The order of a connected scene's callbacks: enter and leave alternate (R7), active only

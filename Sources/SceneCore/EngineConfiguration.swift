@@ -18,11 +18,14 @@ public struct EngineConfiguration: Sendable, Equatable {
     /// Per app: scheduled tasks, and notifications pending or being handled.
     public var maxScheduledTasks: Int
     public var maxPendingNotifications: Int
+    /// Per app: Opens stored while it is not running.
+    public var maxPendingOpens: Int
 
     public init(suspendDelay: TimeSpan = .seconds(5), backgroundTaskBudget: TimeSpan = .seconds(30),
                 expirationGrace: TimeSpan = .seconds(2), refreshBudget: TimeSpan = .seconds(30),
                 processingBudget: TimeSpan = .seconds(180), notificationBudget: TimeSpan = .seconds(30),
-                maxScheduledTasks: Int = 32, maxPendingNotifications: Int = 64) {
+                maxScheduledTasks: Int = 32, maxPendingNotifications: Int = 64,
+                maxPendingOpens: Int = 16) {
         self.suspendDelay = suspendDelay
         self.backgroundTaskBudget = backgroundTaskBudget
         self.expirationGrace = expirationGrace
@@ -31,6 +34,7 @@ public struct EngineConfiguration: Sendable, Equatable {
         self.notificationBudget = notificationBudget
         self.maxScheduledTasks = maxScheduledTasks
         self.maxPendingNotifications = maxPendingNotifications
+        self.maxPendingOpens = maxPendingOpens
     }
 
     public func budget(of kind: WakeKind) -> TimeSpan {

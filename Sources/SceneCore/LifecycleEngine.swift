@@ -295,6 +295,8 @@ public struct LifecycleEngine: Sendable {
         case .scheduleTask, .cancelTask, .queueNotification, .wake, .endWake, .expireWakes, .beginActivity,
              .endActivity:
             return try applyBackground(command, effects: &effects)
+        case .open, .setActivationConditions:
+            return try applyRouting(command, effects: &effects)
         }
     }
 

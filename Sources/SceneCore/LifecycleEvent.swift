@@ -22,6 +22,9 @@ public enum EventName: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     // Background wakes (R34), app callbacks: appended so the stored codes stay.
     case performBackgroundTask
     case didReceiveNotification
+    // Routing, scene callbacks: scene(_:openURLContexts:) and scene(_:continue:).
+    case openURLContexts
+    case continueUserActivity
 
     /// The name as static bytes (no String is built: replies and logs use it on hot paths).
     public var staticName: StaticString {
@@ -43,6 +46,8 @@ public enum EventName: UInt8, Sendable, CaseIterable, CustomStringConvertible {
         case .terminated: "terminated"
         case .performBackgroundTask: "performBackgroundTask"
         case .didReceiveNotification: "didReceiveNotification"
+        case .openURLContexts: "openURLContexts"
+        case .continueUserActivity: "continueUserActivity"
         }
     }
     public var name: String { staticName.description }
@@ -56,7 +61,7 @@ public enum EventName: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     public var isSceneCallback: Bool {
         switch self {
         case .willConnectTo, .willEnterForeground, .didBecomeActive, .willResignActive,
-             .didEnterBackground, .didDisconnect: true
+             .didEnterBackground, .didDisconnect, .openURLContexts, .continueUserActivity: true
         default: false
         }
     }
@@ -150,8 +155,10 @@ public struct ReclaimNote: Sendable, Equatable {
 public enum EventDetail: Sendable, Equatable {
     case none
     /// `willConnectTo`: the session's saved state-restoration data (nil for a new session) and
-    /// whether this is a reconnection of an existing session.
-    case connect(restoration: RestorationData?, reconnect: Bool)
+    /// whether this is a reconnection of an existing session; what the scene is opened with.
+    case connect(restoration: RestorationData?, reconnect: Bool, open: OpenPayload? = nil)
+    /// openURLContexts (the URLs), continueUserActivity (the activities).
+    case open(OpenPayload)
     /// `didDiscardSceneSessions`: the set delivered (R14: several at the next launch).
     case discarded([SessionID])
     /// `backgroundTaskWillExpire`.

@@ -191,7 +191,7 @@ enum JournalEntries {
         if names.contains(.configurationForConnecting) {
             return (MessageID.sessionConnected, .info, "\(subject) connected, \(last.state.name)\(via).")
         }
-        if case .connect(let restoration, true)? = group.first(where: { $0.name == .willConnectTo })?.detail {
+        if case .connect(let restoration, true, _)? = group.first(where: { $0.name == .willConnectTo })?.detail {
             let saved = restoration == nil ? "with no saved state" : "with its saved state"
             return (MessageID.sessionReconnected, .info, "\(subject) reconnected \(saved), \(last.state.name)\(via).")
         }

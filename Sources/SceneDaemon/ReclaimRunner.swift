@@ -186,7 +186,7 @@ final class ReclaimRunner {
     /// New sessions were committed: remember what they weigh (see `connected`).
     func rememberSessions(_ events: [LifecycleEvent]) {
         for e in events where e.name == .willConnectTo {
-            guard case .connect(_, let reconnect) = e.detail, !reconnect, let id = e.session,
+            guard case .connect(_, let reconnect, _) = e.detail, !reconnect, let id = e.session,
                   let s = host.engine.sessions[id], connected[id] == nil else { continue }
             if connectedOrder.count >= Self.connectedCapacity {
                 for old in connectedOrder.prefix(Self.connectedCapacity / 8) { connected[old] = nil }

@@ -45,7 +45,21 @@ type EventName (
   resumed,
   terminated,
   performBackgroundTask,
-  didReceiveNotification
+  didReceiveNotification,
+  openURLContexts,
+  continueUserActivity
+)
+
+# UIOpenURLContext: the URL, and the app that opened it (if an app did).
+type URLContext (url: string, sourceApplication: ?string)
+
+# NSUserActivity.
+type UserActivity (
+  activityType: string,
+  title: ?string,
+  userInfo: ?object,
+  targetContentIdentifier: ?string,
+  webpageURL: ?string
 )
 
 # State-restoration data: exactly one of a JSON object or base64-encoded opaque bytes.
@@ -101,7 +115,11 @@ type Event (
   # CompleteBackgroundTask before this time; at it comes backgroundTaskWillExpire, and the
   # app is suspended again one grace period later. didReceiveNotification: answer with
   # Acknowledge(seq) once handled; at this time the app is suspended again anyway (R34).
-  deadline: ?int
+  deadline: ?int,
+  # willConnectTo: UIScene.ConnectionOptions' urlContexts and userActivities;
+  # openURLContexts: scene(_:openURLContexts:); continueUserActivity: scene(_:continue:).
+  urlContexts: ?[]URLContext,
+  userActivities: ?[]UserActivity
 )
 
 # The deadlines in force, microseconds.
@@ -169,14 +187,40 @@ method AnswerNotice(app: string, notice: int, restoration: ?RestorationData, def
 method Detach(app: string) -> ()
 
 # UIApplication.requestSceneSessionActivation: an existing session (activated, reconnected if
-# archived) or, without session, a new one (role, configuration and userInfo as given).
+# archived) or, without session, a new one (role, configuration and userInfo as given). url or
+# activity (UIKit's userActivity argument; at most one): a new or reconnected scene gets it in
+# willConnectTo, a connected one by openURLContexts or continueUserActivity once active. Its
+# sourceApplication is the app; the URL's scheme need not be the app's.
 method RequestSceneSessionActivation(
   app: string,
   session: ?string,
   role: ?SessionRole,
   configuration: ?string,
-  userInfo: ?object
+  userInfo: ?object,
+  url: ?string,
+  activity: ?UserActivity
 ) -> (session: string)
+
+# Opens another app's URL or activity through scened, as io.scened.Manager.Open does (its
+# errors, NoHandler included), with the caller's owner's rights; the target gets the URL with
+# sourceApplication set to app.
+method Open(app: string, url: ?string, activity: ?UserActivity, activate: ?bool) -> (
+  target: string,
+  session: ?string,
+  open: ?string
+)
+
+# UISceneActivationConditions of the session's connected scene (NotOwnSession, NoSuchSession;
+# InvalidTransition if it has no scene): patterns matched against a whole target content
+# identifier, "*" for any run of characters, "?" for one. canActivateFor absent: any (UIKit's
+# default); prefersToActivateFor absent: none. At most 32 patterns of 1 to 1,024 bytes each
+# (LimitExceeded). Stored; they end with the scene (a reconnected scene declares its own).
+method SetActivationConditions(
+  app: string,
+  session: string,
+  canActivateFor: ?[]string,
+  prefersToActivateFor: ?[]string
+) -> ()
 
 # UIApplication.requestSceneSessionDestruction: the session is discarded.
 method RequestSceneSessionDestruction(app: string, session: string) -> ()

@@ -50,7 +50,24 @@ type EventName (
   resumed,
   terminated,
   performBackgroundTask,
-  didReceiveNotification
+  didReceiveNotification,
+  openURLContexts,
+  continueUserActivity
+)
+
+# A URL a scene is opened with (UIOpenURLContext): the URL, and the app that opened it, if
+# an app did (io.scened.App Open, RequestSceneSessionActivation).
+type URLContext (url: string, sourceApplication: ?string)
+
+# An activity a scene continues (NSUserActivity). activityType is one of an app's
+# [App] ActivityTypes=; targetContentIdentifier is matched against the scenes' activation
+# conditions.
+type UserActivity (
+  activityType: string,
+  title: ?string,
+  userInfo: ?object,
+  targetContentIdentifier: ?string,
+  webpageURL: ?string
 )
 
 # State-restoration data: exactly one of a JSON object or base64-encoded opaque bytes.
@@ -145,6 +162,11 @@ type App (
   # active now (BeginBackgroundActivity): while one is, the app is not suspended for idling.
   backgroundModes: []string,
   activeModes: []string,
+  # [App] URLSchemes= and ActivityTypes=: what Open routes to the app.
+  urlSchemes: []string,
+  activityTypes: []string,
+  # Opens accepted while the app was not running, delivered at its next launch.
+  pendingOpens: int,
   # Its scheduled background tasks, notifications waiting, and the items of an open wake.
   scheduledTasks: int,
   pendingNotifications: int,
@@ -201,8 +223,16 @@ type Event (
   notification: ?string,
   payload: ?object,
   # A wake's item closes at this time (microseconds since the Unix epoch).
-  deadline: ?int
+  deadline: ?int,
+  # willConnectTo (UIScene.ConnectionOptions), openURLContexts, continueUserActivity: what
+  # the scene is opened with (withheld, like payload, from a Monitor that may not read the
+  # app's data).
+  urlContexts: ?[]URLContext,
+  userActivities: ?[]UserActivity
 )
+
+# Which app handles a URL scheme or an activity type, from which apps.d file.
+type Route (kind: string, name: string, app: string, file: string)
 
 type BackgroundStatus (
   wakingApps: int,

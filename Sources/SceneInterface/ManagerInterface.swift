@@ -228,6 +228,32 @@ method EndInterruption(token: string) -> (events: []Event)
 # LimitExceeded (MaxPendingNotifications) when the app has that many waiting or unanswered.
 method Notify(app: string, payload: object, priority: ?string) -> (notification: string)
 
+# Opens a URL or continues an activity (UIKit's open(_:) and handoff): the app is the one
+# whose [App] URLSchemes= has the URL's scheme (or whose ActivityTypes= has the activity's
+# type; NoHandler if none). The scene: session if given (it must be the app's: NotOwnSession),
+# else the connected scene whose activation conditions prefer the target content identifier
+# (the URL's text, or the activity's targetContentIdentifier), else one whose conditions
+# accept it (by default every scene accepts; the foremost, most recently active first), else a
+# new scene, which gets it in willConnectTo (urlContexts, userActivities). A connected scene
+# gets openURLContexts or continueUserActivity, after willEnterForeground and before
+# didBecomeActive when activate (default true) brings it forward. A suspended app is resumed
+# to receive it. For an app that is not running the Open is stored and delivered when the app
+# launches (its process is started if it has ExecStart=), across restarts of scened: the reply
+# then names it (open) instead of a session. Exactly one of url and activity. Who may: the
+# app's owner (the user it runs as, [App] User=) and administrators (PermissionDenied
+# otherwise). url: an absolute URL of at most [Routing] MaxURLSize= bytes, activity at most
+# MaxActivitySize= (LimitExceeded); at most [Routing] MaxPendingOpens= stored per app.
+method Open(url: ?string, activity: ?UserActivity, session: ?string, activate: ?bool) -> (
+  app: string,
+  session: ?string,
+  open: ?string,
+  events: []Event
+)
+
+# Which app handles each URL scheme and activity type (apps.d), for scenectl and the desktop
+# entries.
+method ListRoutes() -> (routes: []Route)
+
 # The background work scheduled, waiting and under way, for one app or all.
 method ListBackgroundWork(app: ?string) -> (
   tasks: []ScheduledTask,
@@ -245,6 +271,12 @@ method Monitor(app: ?string, session: ?string, since: ?int) -> (event: Event)
 # reclaim settings). Requires "more": pieces of at most 256 KiB. Footprints, restore costs and
 # protection are the sessions' current ones (no event records them).
 method ExportTrace(since: ?int) -> (lines: []string)
+
+# Open: no app handles the URL's scheme or the activity's type.
+error NoHandler (scheme: ?string, activityType: ?string, message: string)
+
+# Open: the session given is not one of the app that handles the URL or activity.
+error NotOwnSession (app: string, session: string, message: string)
 
 # EndInterruption: no interruption with this token is held (ended, or never begun).
 error NoSuchInterruption (token: string, message: string)

@@ -31,6 +31,10 @@ enum RowCoding {
     static let detailTask: UInt8 = 3
     static let detailTerminated: UInt8 = 4
     static let detailWake: UInt8 = 5
+    /// willConnectTo opened with URLs or activities (tag 1's fields, then the payload).
+    static let detailConnectOpen: UInt8 = 6
+    /// openURLContexts, continueUserActivity.
+    static let detailOpen: UInt8 = 7
 
     static let restorationAbsent: UInt8 = 0
     static let restorationJSON: UInt8 = 1
@@ -47,14 +51,18 @@ enum RowCoding {
             case .request, .timer, .restore, .shutdown, .interruption, .lock, .session, .idle, .sleep, .background:
                 return nil
             }
-        case .connect(let restoration, let reconnect):
-            w.byte(detailConnect)
+        case .connect(let restoration, let reconnect, let open):
+            w.byte(open == nil ? detailConnect : detailConnectOpen)
             w.byte(reconnect ? 1 : 0)
             switch restoration {
             case nil: w.byte(restorationAbsent)
             case .json(let text)?: w.byte(restorationJSON); w.string(text)
             case .bytes(let bytes)?: w.byte(restorationBytes); w.data(bytes)
             }
+            if let open { RoutingCoding.payload(open, into: &w) }
+        case .open(let payload):
+            w.byte(detailOpen)
+            RoutingCoding.payload(payload, into: &w)
         case .discarded(let ids):
             w.byte(detailDiscarded)
             sessionIDs(ids, into: &w)
@@ -98,7 +106,8 @@ enum RowCoding {
             switch try r.byte() {
             case detailNone:
                 break
-            case detailConnect:
+            case detailConnect, detailConnectOpen:
+                let withOpen = extra[0] == detailConnectOpen
                 let reconnect = try r.byte()
                 guard reconnect <= 1 else { throw .init() }
                 let restoration: RestorationData?
@@ -112,7 +121,10 @@ enum RowCoding {
                 case restorationBytes: restoration = .bytes(try r.data())
                 default: throw .init()
                 }
-                detail = .connect(restoration: restoration, reconnect: reconnect == 1)
+                let open = withOpen ? try RoutingCoding.payload(&r) : nil
+                detail = .connect(restoration: restoration, reconnect: reconnect == 1, open: open)
+            case detailOpen:
+                detail = .open(try RoutingCoding.payload(&r))
             case detailDiscarded:
                 detail = .discarded(try sessionIDs(&r))
             case detailTask:

@@ -139,6 +139,8 @@ enum StorageCodes {
         case .terminated: 14
         case .performBackgroundTask: 15
         case .didReceiveNotification: 16
+        case .openURLContexts: 17
+        case .continueUserActivity: 18
         }
     }
 
@@ -161,6 +163,8 @@ enum StorageCodes {
         case 14: .terminated
         case 15: .performBackgroundTask
         case 16: .didReceiveNotification
+        case 17: .openURLContexts
+        case 18: .continueUserActivity
         default: nil
         }
     }

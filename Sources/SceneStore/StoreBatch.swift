@@ -115,6 +115,8 @@ private struct NamedRecords {
             if seenSchedules.insert(k).inserted { schedules.append(k) }
         case .notificationChanged(let n), .notificationRemoved(let n):
             if seenNotifications.insert(n).inserted { notifications.append(n) }
+        case .openChanged, .openRemoved, .conditionsChanged:
+            break
         }
     }
 }

@@ -53,6 +53,10 @@ struct Replica {
             case .notificationRemoved(let id):
                 if engine.notifications[id] != nil { return "notificationRemoved(\(id)) for one the engine still holds" }
                 notifications[id] = nil
+            case .openChanged(let id), .openRemoved(let id):
+                return "\(id): the randomized runs do not open URLs yet"
+            case .conditionsChanged(let id):
+                return "\(id): the randomized runs do not set activation conditions yet"
             }
         }
         return nil

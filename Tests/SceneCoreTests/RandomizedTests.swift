@@ -242,7 +242,7 @@ extension Command {
         case .endTask(let t): return .endTask(g(t))
         case .tick, .launch, .terminate, .processDied, .connect, .setAppFootprint, .memoryWarning, .suspend, .resume,
              .setHolds, .scheduleTask, .cancelTask, .queueNotification, .wake, .endWake, .expireWakes, .beginActivity,
-             .endActivity: return self
+             .endActivity, .open, .setActivationConditions: return self
         }
     }
 }

@@ -48,6 +48,8 @@ struct PendingChanges {
                 schedules.insert(key)
             case .notificationChanged(let id), .notificationRemoved(let id):
                 notifications.insert(id)
+            case .openChanged, .openRemoved, .conditionsChanged:
+                break
             }
         }
     }

@@ -23,11 +23,12 @@ struct RecentEvents {
     static func payloadBytes(of e: LifecycleEvent) -> Int {
         switch e.detail {
         case .none: 0
-        case .connect(let restoration, _): restoration?.byteCount ?? 0
+        case .connect(let restoration, _, let open): (restoration?.byteCount ?? 0) + (open?.byteCount ?? 0)
         case .discarded(let ids): ids.count * MemoryLayout<SessionID>.stride
         case .task(_, let name): name.utf8.count
         case .terminated(_, let archived): archived.count * MemoryLayout<SessionID>.stride
         case .wake(let wake): wake.identifier.utf8.count + (wake.payload?.utf8.count ?? 0)
+        case .open(let payload): payload.byteCount
         }
     }
 

@@ -141,7 +141,8 @@ extension JSONWriter {
         switch e.detail {
         case .none:
             break
-        case .connect(let restoration, let reconnect):
+        case .connect(let restoration, let reconnect, let open):
+            if let open { openFields(open, withhold: withholdRestoration) }
             if let restoration {
                 if withholdRestoration {
                     field("withheld", true)
@@ -162,6 +163,8 @@ extension JSONWriter {
             sessionList(archived)
         case .wake(let wake):
             wakeFields(wake, withholdPayload: withholdRestoration)
+        case .open(let payload):
+            openFields(payload, withhold: withholdRestoration)
         }
         if case .reclaim(let note) = e.cause {
             key(static: "reclaim")
@@ -174,6 +177,42 @@ extension JSONWriter {
             field("reason", note.reason)
             endObject()
         }
+    }
+
+    /// What a scene is opened with: urlContexts and userActivities, or (for a reader who may
+    /// not read the app's data) only that something was withheld.
+    private mutating func openFields(_ p: OpenPayload, withhold: Bool) {
+        if withhold {
+            field("withheld", true)
+            return
+        }
+        if !p.urlContexts.isEmpty {
+            key(static: "urlContexts")
+            beginArray()
+            for c in p.urlContexts {
+                beginObject()
+                field("url", c.url)
+                if let source = c.sourceApplication { field("sourceApplication", source) }
+                endObject()
+            }
+            endArray()
+        }
+        if !p.userActivities.isEmpty {
+            key(static: "userActivities")
+            beginArray()
+            for a in p.userActivities { userActivity(a) }
+            endArray()
+        }
+    }
+
+    mutating func userActivity(_ a: UserActivity) {
+        beginObject()
+        field("activityType", a.activityType)
+        if let title = a.title { field("title", title) }
+        if let info = a.userInfo { key(static: "userInfo"); raw(info) }
+        if let id = a.targetContentIdentifier { field("targetContentIdentifier", id) }
+        if let url = a.webpageURL { field("webpageURL", url) }
+        endObject()
     }
 
     /// A wake's item: the task (identifier, kind) or the notification (id, payload), and when

@@ -255,7 +255,7 @@ struct EncodedBatch {
         if encoded.isEmpty { encoded = Array(repeating: nil, count: events.count * 2) }
         let e = events[i]
         var withhold = false
-        if case .connect(let restoration, _) = e.detail, restoration != nil {
+        if case .connect(let restoration, _, _) = e.detail, restoration != nil {
             withhold = !policy.maySeePrivateData(conn.peer.identity, app: e.app)
         }
         let k = 2 * i + (withhold ? 1 : 0)
@@ -272,7 +272,7 @@ struct EncodedBatch {
         wholeKnown = true
         var total = 0
         for i in events.indices {
-            if case .connect(let restoration, _) = events[i].detail, restoration != nil { return nil }
+            if case .connect(let restoration, _, _) = events[i].detail, restoration != nil { return nil }
             total += bytes(i, for: conn, policy).count
         }
         wholeSize = total
