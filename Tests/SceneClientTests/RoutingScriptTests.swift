@@ -172,6 +172,44 @@ struct RoutingScriptTests {
     }
 }
 
+extension RoutingScriptTests {
+    @Test("a setting that could not reach scened is sent again after the reattach; one that did is not", .timeLimit(.minutes(10)))
+    func conditionsAfterReattach() async throws {
+        let directory = TemporaryDirectory(prefix: "scene-client-routing")
+        defer { directory.remove() }
+        let launch = Array(Self.script.prefix(5))
+        let first = try FakeAppDaemon(directory: directory.path, events: launch)
+        let running = RunningApp(app: "org.example.fake", socketPath: first.path, requestSceneAtLaunch: false)
+        try await eventually("s1 active") { running.recorder.callbacks.contains("didBecomeActive s1") }
+        let scene = try #require(running.application.connectedScenes.first)
+        let taken = SceneActivationConditions(canActivateFor: ["fake:a"])
+        try await running.application.setActivationConditions(taken, for: scene)
+
+        // scened goes away; the next setting finds no daemon.
+        first.stop()
+        try await eventually("the attach lost") { !running.application.isAttached }
+        let unsent = SceneActivationConditions(canActivateFor: ["fake:b"], prefersToActivateFor: ["fake:b"])
+        scene.activationConditions = unsent
+        try await eventually("the failure logged", seconds: 60) {
+            running.logLines.withLock { $0 }.contains { $0.contains("activation conditions of s1 not set") }
+        }
+        unlink(first.path)
+        let second = try FakeAppDaemon(directory: directory.path, events: launch)
+        defer { second.stop() }
+        try await eventually("reattached", seconds: 120) { running.application.reattachCount == 1 && running.application.isAttached }
+        let resent = { second.calls.filter { $0.method.hasSuffix(".SetActivationConditions") } }
+        try await eventually("the setting sent again", seconds: 60) { !resent().isEmpty }
+        await mainSleep(.milliseconds(300))
+        #expect(resent().count == 1, "only the setting that was lost: \(resent().map(\.parameters))")
+        #expect(resent().first?.parameters["canActivateFor"] == ["fake:b"])
+        #expect(resent().first?.parameters["prefersToActivateFor"] == ["fake:b"])
+        #expect(first.calls.filter { $0.method.hasSuffix(".SetActivationConditions") }.count == 1)
+        #expect(running.recorder.seqs == Array(1...5), "the replayed launch is not handled twice")
+        try await running.application.detach()
+        _ = try await running.ending()
+    }
+}
+
 /// Hostile: a scene whose openURLContexts handler hangs. SceneClient keeps UIKit's contract of
 /// one callback at a time, in order: every later callback waits for it (none skipped, none
 /// reordered, none lost), and a bounded callback stuck behind it overruns its deadline, which
