@@ -119,6 +119,35 @@ struct RoutingDaemonTests {
         try daemon.stop()
     }
 
+    @Test("scene-notes: notes:new makes a note in a new scene, notes:open shows it in its own", .timeLimit(.minutes(10)))
+    func sceneNotesOpensURLs() throws {
+        let workspace = try Workspace(configuration: SceneClientTests.patientConfiguration)
+        try makeDirectory(workspace.path + "/apps.d")
+        try writeTextFile(workspace.path + "/apps.d/org.example.notes.conf",
+                          try readExistingTextFile(FakeAppDaemon.interfaceDirectory + "/../config/apps.d/org.example.notes.conf"))
+        let daemon = try DaemonProcess(workspace)
+        let socket = workspace.socketPath
+        let notes = try Binaries.require(Binaries.directory + "/scene-notes")
+        let child = try ChildProcess([notes, "--app", "org.example.notes", "--socket", socket], directory: workspace.path, label: "notes-urls")
+        #expect(waitUntil(seconds: 120) { child.stdout.contains("s1 takes notes:open?id=s1") }, "\(child.stdout)")
+        func open(_ url: String) throws -> String? {
+            try daemon.call("Open", ["url": .string(url)])["session"]?.stringValue
+        }
+        #expect(try open("notes:new?text=hi%20there") == "s2")
+        #expect(waitUntil(seconds: 120) { child.stdout.contains("note s2: \"hi there\"") }, "\(child.stdout)")
+        #expect(try open("notes:open?id=s1") == "s1")
+        #expect(waitUntil(seconds: 120) { child.stdout.contains("showing note s1: \"\"") }, "\(child.stdout)")
+        #expect(try open("notes:open?id=s2") == "s2")
+        #expect(waitUntil(seconds: 120) { child.stdout.contains("showing note s2: \"hi there\"") }, "\(child.stdout)")
+        #expect(child.stdout.contains("scene(_:openURLContexts:) s2 notes:open?id=s2 from -"), "\(child.stdout)")
+        // The note was saved as it came.
+        let saved = try daemon.call("GetSession", ["session": "s2"])
+        #expect(saved["session"]?["restoration"]?["json"]?["text"]?.stringValue == "hi there", "\(saved)")
+        try daemon.call("Terminate", ["app": "org.example.notes"])
+        #expect(child.finish(within: 120) == 0, "\(child.stdout)\n\(child.stderr)")
+        try daemon.stop()
+    }
+
     @Test("an app opens another app's URL: it arrives with sourceApplication", .timeLimit(.minutes(10)))
     func appOpensAnother() async throws {
         let workspace = try Self.workspace()
