@@ -148,6 +148,32 @@ struct RoutingDaemonTests {
         try daemon.stop()
     }
 
+    @Test("scene_app.py: an Open stored before it attached arrives in willConnectTo, the next by openURLContexts", .timeLimit(.minutes(10)))
+    func pythonOpensURLs() throws {
+        let workspace = try Workspace(configuration: SceneClientTests.patientConfiguration)
+        let examples = FakeAppDaemon.interfaceDirectory + "/../Examples/python"
+        try makeDirectory(workspace.path + "/apps.d")
+        try writeTextFile(workspace.path + "/apps.d/com.example.pynotes.conf",
+                          try readExistingTextFile(examples + "/com.example.pynotes.conf"))
+        let daemon = try DaemonProcess(workspace)
+        let socket = workspace.socketPath
+        let stored = try daemon.call("Open", ["url": "pynotes:first?text=hi"])
+        #expect(stored["app"]?.stringValue == "com.example.pynotes" && stored["open"]?.stringValue != nil, "\(stored)")
+        let child = try ChildProcess(["/usr/bin/env", "python3", examples + "/scene_app.py", "--socket", socket,
+                                      "--app", "com.example.pynotes", "--no-scene"], directory: workspace.path, label: "py-urls")
+        #expect(waitUntil(seconds: 120) { child.stdout.contains("willConnectTo s1 new scene opened with pynotes:first?text=hi") },
+                "\(child.stdout)\n\(child.stderr)")
+        #expect(waitUntil(seconds: 120) { child.stdout.contains("didBecomeActive s1") }, "\(child.stdout)")
+        #expect(try daemon.call("Open", ["url": "pynotes:second"])["session"]?.stringValue == "s1")
+        #expect(waitUntil(seconds: 120) { child.stdout.contains("openURLContexts s1 pynotes:second") }, "\(child.stdout)")
+        #expect(waitUntil(seconds: 120) {
+            (try? daemon.call("GetSession", ["session": "s1"]))?["session"]?["restoration"]?["json"]?["note"]?.stringValue == "pynotes:second"
+        }, "the note saved")
+        try daemon.call("Terminate", ["app": "com.example.pynotes"])
+        #expect(child.finish(within: 120) == 0, "\(child.stdout)\n\(child.stderr)")
+        try daemon.stop()
+    }
+
     @Test("an app opens another app's URL: it arrives with sourceApplication", .timeLimit(.minutes(10)))
     func appOpensAnother() async throws {
         let workspace = try Self.workspace()
