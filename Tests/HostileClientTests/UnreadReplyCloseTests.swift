@@ -1,4 +1,5 @@
 import Glibc
+import SceneCore
 import ScenedTestSupport
 import Testing
 import Varlink
@@ -42,6 +43,47 @@ extension HostileClientTests.CloseEarly {
         #expect(missing.isEmpty,
                 "Connects received before the close, without (or with several) sessions: \(explained)\n\(daemon.stderrTail())")
         try Self.expectHealthy(daemon, bystander, "after clients closed with a reply unread", watchdog: false)
+    }
+
+    /// The shape of randomClosePoints that can leave a reply unread while a Connect still waits
+    /// in the daemon's input: two calls before it (a new client competes with the last one, so
+    /// its calls come two per batch), and a close 0–3 ms after the send, without reading.
+    @Test("2,000 clients send two calls and a Connect and close 0–3 ms later without reading: every Connect runs")
+    func connectsBehindRepliesClosedUnread() throws {
+        let count = 2000
+        let seed = hostileSeed()
+        var rng = SplitMix64(seed: seed)
+        let daemon = try DaemonProcess.hostile()
+        let bystander = try Bystander(daemon)
+        let pool = try (0..<4).map { _ in
+            try daemon.call("Connect", ["app": "org.example.pool", "background": true])["session"]?["id"]?.stringValue ?? "s1"
+        }
+        let baseline = try daemon.status()["connections"]?.intValue ?? -1
+        var origin: [String: String] = [:]
+        var resets = 0
+        let deadline = Deadline(seconds: 120)
+        for index in 0..<count where !deadline.hasPassed {
+            let app = "org.example.behind\(index)"
+            let plan = ClosePlan(calls: [.status(oneway: false),
+                                         .transition(session: rng.pick(pool) ?? "s1", activate: rng.chance(50), oneway: false),
+                                         .connect(app: app, oneway: rng.chance(50))],
+                                 ending: .closeAfter(microseconds: rng.below(3000)))
+            let outcome = try plan.perform(socket: daemon.socketPath)
+            if outcome.unreadAtClose > 0 { resets += 1 }
+            origin[app] = "#\(index): \(plan); \(outcome)"
+        }
+        #expect(origin.count == count, "seed \(seed): only \(origin.count) of \(count) clients within 120 s")
+        let released = try Self.waitForConnections(daemon, baseline, seconds: 30)
+        #expect(released, "seed \(seed): connections not released within 30 s")
+        let counts = try daemon.sessionsByApp(timeout: 10)
+        let missing = origin.keys.filter { counts[$0] != 1 }.sorted()
+        let explained = missing.prefix(10).map { "\($0): \(counts[$0] ?? 0) sessions, from \(origin[$0] ?? "?")" }
+        #expect(missing.isEmpty, """
+                seed \(seed): \(missing.count) of \(origin.count) Connects have no (or several) sessions \
+                (\(resets) clients closed with replies unread):
+                \(explained.joined(separator: "\n"))
+                """)
+        try Self.expectHealthy(daemon, bystander, "seed \(seed): after clients closed with replies unread", watchdog: false)
     }
 
     /// Whether input waits on `raw`'s socket within `milliseconds`, without reading it.
