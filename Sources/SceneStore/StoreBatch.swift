@@ -61,23 +61,25 @@ public struct StoreBatch: Sendable {
                   events: events, counters: EngineCounters(engine))
         setBackgroundWork(named: named.schedules, named.notifications, schedules: engine.schedules,
                           notifications: engine.notifications)
-        setRouting(named: named.opens, named.conditions, engine: engine)
+        setRouting(named: named.opens, named.conditions, opens: engine.pendingOpens,
+                   conditions: engine.activationConditions)
     }
 
     /// Sets `opens`, `removedOpens`, `conditions` and `removedConditions` for the named
     /// records, as `setBackgroundWork` does: what the engine holds now is written, what it no
     /// longer holds is removed.
-    public mutating func setRouting<O: Sequence<OpenID>, C: Sequence<SessionID>>(named ids: O, _ sessions: C,
-                                                                                engine: LifecycleEngine) {
+    public mutating func setRouting<O: Sequence<OpenID>, C: Sequence<SessionID>>(
+        named ids: O, _ sessions: C, opens stored: [OpenID: PendingOpen],
+        conditions held: [SessionID: ActivationConditions]) {
         opens.removeAll()
         removedOpens.removeAll()
         conditions.removeAll()
         removedConditions.removeAll()
         for id in ids {
-            if let open = engine.pendingOpens[id] { opens.append(open) } else { removedOpens.append(id) }
+            if let open = stored[id] { opens.append(open) } else { removedOpens.append(id) }
         }
         for id in sessions {
-            if let c = engine.activationConditions[id] { conditions[id] = c } else { removedConditions.append(id) }
+            if let c = held[id] { conditions[id] = c } else { removedConditions.append(id) }
         }
     }
 
