@@ -36,6 +36,7 @@ extension LifecycleEngine {
             emit(.didDiscardSceneSessions, app: slot, session: pending.count == 1 ? pending[0] : nil,
                  state: .process(.running), cause: cause, detail: .discarded(pending), effects: &effects)
         }
+        deliverPendingOpens(slot, effects: &effects)
         refreshActivity(slot, effects: &effects)
         effects.append(.appChanged(apps.records[slot].id))
     }
@@ -44,6 +45,13 @@ extension LifecycleEngine {
     mutating func resumeIfSuspended(_ slot: Int, cause: EventCause, effects: inout [Effect]) {
         guard apps.records[slot].process == .suspended else { return }
         apps.records[slot].process = .running
+        // Sleep suspends an app with its tasks (R31), ending its stay in the background: the
+        // resumed app starts a new one, whose budget and warning (R24) its tasks get anew,
+        // rather than being killed at once for a grace it spent frozen.
+        for token in apps.records[slot].tasks where tasks[token]!.expirationSentAt != nil {
+            tasks[token]!.expirationSentAt = nil
+            effects.append(.taskChanged(token))
+        }
         emit(.resumed, app: slot, state: .process(.running), cause: cause, effects: &effects)
         refreshActivity(slot, effects: &effects)
         effects.append(.appChanged(apps.records[slot].id))
@@ -133,6 +141,7 @@ extension LifecycleEngine {
         for sid in apps.records[slot].sessions.sorted() where sessions[sid]!.condition == .live {
             setSceneState(sid, .unattached)
             sessions.values[sessions.index(forKey: sid)!].condition = .archived
+            forgetConditions(sid, effects: &effects)
             archived.append(sid)
             effects.append(.sessionChanged(sid))
         }
