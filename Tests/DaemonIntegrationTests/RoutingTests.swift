@@ -182,6 +182,66 @@ struct RoutingTests {
         try Wakes.assertConformant(daemon, "stored Opens delivered at an attach")
     }
 
+    @Test("an app opens another's URL (io.scened.App.Open: sourceApplication is the app) and activates a scene with a URL",
+          .timeLimit(.minutes(2)))
+    func appsOpenThings() throws {
+        let workspace = try Workspace(configuration: Self.configuration())
+        let source = try WakeApp(workspace, app: "com.example.source", extra: "[App]\nURLSchemes=source")
+        try StartedAppTests.appFile(workspace, "com.example.target", "[App]\nURLSchemes=target")
+        let daemon = try DaemonProcess(workspace)
+        defer { if daemon.child.isRunning { try? daemon.stop() } }
+        _ = try Wakes.foreground(daemon, source)
+
+        let opened = try source.call("Open", ["url": "target:doc/1"])
+        #expect(opened["target"]?.stringValue == "com.example.target" && opened["open"]?.stringValue == "o1", "\(opened)")
+        do {
+            try source.call("Open", ["url": "nobody:x"])
+            Issue.record("an Open with no handler was accepted")
+        } catch let error as VarlinkError {
+            #expect(error.name == "io.scened.Manager.NoHandler" && error.parameters["scheme"]?.stringValue == "nobody", "\(error)")
+        }
+        let target = try AttachedApp(daemon, app: "com.example.target")
+        let connect = try #require(try target.events(through: "willConnectTo").last)
+        #expect(connect.object["urlContexts"]?[0]?["url"]?.stringValue == "target:doc/1")
+        #expect(connect.object["urlContexts"]?[0]?["sourceApplication"]?.stringValue == "com.example.source", "\(connect.object)")
+
+        // RequestSceneSessionActivation with a URL: a new scene gets it in willConnectTo; an
+        // existing one by openURLContexts.
+        let new = try #require(try source.call("RequestSceneSessionActivation", ["url": "source:new"])["session"]?.stringValue)
+        let connects = try source.waitEvents("willConnectTo", count: 2)
+        #expect(connects.last?.object["session"]?.stringValue == new)
+        #expect(connects.last?.object["urlContexts"]?[0]?["url"]?.stringValue == "source:new", "\(connects.last?.object ?? [:])")
+        try source.call("RequestSceneSessionActivation", ["session": .string(new), "activity": ["activityType": "com.example.x.y", "title": "again"]])
+        let continued = try #require(try source.waitEvents("continueUserActivity").first)
+        #expect(continued.object["session"]?.stringValue == new)
+        #expect(continued.object["userActivities"]?[0]?["title"]?.stringValue == "again")
+        try Wakes.assertConformant(daemon, "apps opening things")
+    }
+
+    @Test("Opens stored for an app: a kill -9 of scened keeps them; restarted with ExecStart= now, scened starts the app, which gets each once",
+          .timeLimit(.minutes(2)))
+    func storedOpensSurviveARestart() throws {
+        let workspace = try Workspace(configuration: Self.configuration())
+        let app = try WakeApp(directory: workspace.path, app: "com.example.afterwards")
+        try StartedAppTests.appFile(workspace, app.app, "[App]\nURLSchemes=after")
+        var daemon = try DaemonProcess(workspace)
+        #expect(try daemon.call("Open", ["url": "after:1"])["open"]?.stringValue == "o1")
+        #expect(try daemon.call("Open", ["url": "after:2"])["open"]?.stringValue == "o2")
+        daemon.crash()
+        try StartedAppTests.appFile(workspace, app.app, app.appFile("[App]\nURLSchemes=after"))
+        daemon = try DaemonProcess(workspace)
+        defer { if daemon.child.isRunning { try? daemon.stop() } }
+        // The first makes a new scene; the second goes to that scene, which accepts anything.
+        try app.waitEvents("openURLContexts", seconds: 20)
+        _ = waitUntil(seconds: 1) { false }
+        let delivered = app.events.filter { $0.object["urlContexts"] != nil }
+        #expect(delivered.map { "\($0.event) \($0.object["urlContexts"]?[0]?["url"]?.stringValue ?? "")" }
+                == ["willConnectTo after:1", "openURLContexts after:2"], "each once, in order")
+        #expect(app.events.first?.event == "didFinishLaunching")
+        #expect(try StartedAppTests.app(daemon, app.app)["pendingOpens"]?.intValue == 0)
+        try Wakes.assertConformant(daemon, "stored Opens across a kill -9")
+    }
+
     @Test("two apps claiming one scheme: scened refuses to start naming both files; Reload refuses it and keeps the routes in force",
           .timeLimit(.minutes(2)))
     func conflictingSchemes() throws {
