@@ -220,6 +220,7 @@ final class EngineHost {
         batch.removedTasks = Array(pending.removedTasks)
         batch.setBackgroundWork(named: pending.schedules, pending.notifications, schedules: engine.schedules,
                                 notifications: engine.notifications)
+        batch.setRouting(named: pending.opens, pending.conditions, engine: engine)
         batch.events = pending.events
         batch.counters = EngineCounters(engine)
         return batch
