@@ -298,9 +298,38 @@ struct RoutingTests {
         defer { if daemon.child.isRunning { try? daemon.stop() } }
         let refused = try users.call(as: users.outsider, socket: daemon.socketPath, "io.scened.Manager.Open", ["url": "mine:1"])
         #expect(refused.contains("org.varlink.service.PermissionDenied"), "the outsider: \(refused)")
-        let owner = try users.call(as: users.member, socket: daemon.socketPath, "io.scened.Manager.Open", ["url": "mine:2"])
+        let owner = try users.call(as: users.member, socket: daemon.socketPath, "io.scened.Manager.Open", ["url": "mine:2?token=s3cret"])
         #expect(owner.contains("\"open\""), "the owner: \(owner)")
         #expect(try StartedAppTests.app(daemon, "com.example.mine")["pendingOpens"]?.intValue == 1, "only the owner's stored")
+
+        // The outsider may Monitor the app, but not read the URL its scene is opened with.
+        let script = """
+            import json, socket, sys
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(sys.argv[1])
+            s.sendall(json.dumps({"method": "io.scened.Manager.Monitor", "parameters": {"app": "com.example.mine"}, "more": True}).encode() + b"\\0")
+            buf = b""
+            while True:
+                data = s.recv(65536)
+                if not data:
+                    break
+                buf += data
+                while b"\\0" in buf:
+                    msg, buf = buf.split(b"\\0", 1)
+                    e = json.loads(msg).get("parameters", {}).get("event", {})
+                    if e.get("event") == "willConnectTo":
+                        print(json.dumps(e))
+                        sys.exit(0)
+            """
+        let monitor = try ChildProcess(["/usr/bin/setpriv", "--reuid=\(users.outsider)", "--regid=\(users.outsider)", "--init-groups",
+                                        "/usr/bin/python3", "-c", script, daemon.socketPath], directory: workspace.path, label: "outsider-monitor")
+        defer { monitor.killNow() }
+        _ = waitUntil(seconds: 1) { false }
+        let app = try AttachedApp(daemon, app: "com.example.mine")
+        let connect = try #require(try app.events(through: "willConnectTo").last)
+        #expect(connect.object["urlContexts"]?[0]?["url"]?.stringValue == "mine:2?token=s3cret", "the app gets it")
+        #expect(monitor.wait(seconds: 10), "the outsider's Monitor saw no willConnectTo: \(monitor.stderr)")
+        #expect(monitor.stdout.contains("\"withheld\": true") && !monitor.stdout.contains("s3cret"), "the outsider saw: \(monitor.stdout)")
         try daemon.assertServing("after a refused Open")
     }
 
