@@ -210,6 +210,33 @@ import SceneCore
         }
     }
 
+    /// A flood: 64 apps with 16 stored Opens each, every payload 16 KiB of activity userInfo
+    /// (overflow pages), committed in one batch and loaded whole, within a bound.
+    @Test(.timeLimit(.minutes(2))) func aFloodCommitsAndLoadsWhole() throws {
+        try withTemporaryDirectory { dir in
+            let store = try SceneStore(path: dir.file("scened.db"), durability: .normal)
+            let big = #"{"blob":""# + String(repeating: "q", count: 16_000) + #""}"#
+            let apps = (0..<64).map { AppID("com.example.flood\($0)")! }
+            var batch = StoreBatch(apps: apps.map { AppRecord(id: $0) })
+            var n: UInt64 = 0
+            for app in apps {
+                for _ in 0..<16 {
+                    n += 1
+                    let payload = OpenPayload(userActivities: [UserActivity(activityType: "t", userInfo: big)])
+                    batch.opens.append(Self.open(n, app, payload: payload))
+                }
+            }
+            let clock = ContinuousClock()
+            let commit = try clock.measure { try store.commit(batch) }
+            var loaded: EngineSnapshot?
+            let load = try clock.measure { loaded = try store.load() }
+            print("1,024 stored opens of 16 KiB: commit \(commit), load \(load)")
+            #expect(loaded?.pendingOpens == batch.opens)
+            #expect(loaded?.nextOpenNumber == n + 1)
+            #expect(commit < .seconds(30) && load < .seconds(30))
+        }
+    }
+
     @Test func aBatchAllocatingTooManyOpenIdsIsRefused() throws {
         try withTemporaryDirectory { dir in
             let store = try SceneStore(path: dir.file("scened.db"), durability: .normal)
