@@ -88,6 +88,22 @@ struct RoutingTests {
         try app.call("SetActivationConditions", ["session": .string(sessions[1]), "canActivateFor": ["docs:report-*"],
                                                  "prefersToActivateFor": ["docs:report-*"]])
         try app.call("SetActivationConditions", ["session": .string(sessions[2]), "canActivateFor": ["docs:photo-?"]])
+        let refusals: [(JSONObject, String)] = [
+            (["canActivateFor": .array((0..<33).map { .string("p\($0)") })], "MaxActivationPatterns"),
+            (["prefersToActivateFor": [.string(String(repeating: "x", count: 1_025))]], "MaxActivationPatternSize"),
+            (["canActivateFor": [""]], "InvalidArgument"),
+        ]
+        for (conditions, expected) in refusals {
+            var p = conditions
+            p["session"] = .string(sessions[0])
+            do {
+                try app.call("SetActivationConditions", p)
+                Issue.record("accepted: \(expected)")
+            } catch let error as VarlinkError {
+                let got = error.parameters["limit"]?.stringValue ?? String(error.name.split(separator: ".").last ?? "")
+                #expect(got == expected, "\(error)")
+            }
+        }
 
         let report = try daemon.call("Open", ["url": "docs:report-7"])
         #expect(report["session"]?.stringValue == sessions[1], "prefers: \(report)")
