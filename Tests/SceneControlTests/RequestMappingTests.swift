@@ -5,6 +5,9 @@ import Varlink
 
 /// Each command line becomes exactly one Varlink call with these parameters.
 @Suite struct RequestMappingTests {
+    /// Lives as long as the test process (a static is never released).
+    static let mappingScratch = TemporaryDirectory(prefix: "scenectl-mapping")
+
     static let mappings: [([String], String, JSONObject, Bool)] = [
         (["status"], "GetStatus", [:], false),
         (["reload"], "Reload", [:], false),
@@ -71,6 +74,17 @@ import Varlink
          ["app": "com.example.mail", "identifier": "a", "kind": "refresh", "earliestBegin": 1_732_899_600_500_000], false),
         (["cancel-task", "com.example.mail", "mail.refresh"], "io.scened.App.CancelBackgroundTask",
          ["app": "com.example.mail", "identifier": "mail.refresh"], false),
+        (["open", "notes:hello"], "Open", ["url": "notes:hello"], false),
+        (["open", "Notes://x/y?q=1#f", "--session", "4", "--background"], "Open",
+         ["url": "Notes://x/y?q=1#f", "session": "s4", "activate": false], false),
+        (["open", "--activity", "org.example.notes.edit"], "Open", ["activity": ["activityType": "org.example.notes.edit"]], false),
+        (["open", "--activity", "org.example.notes.edit", "--title", "Edit", "--user-info", "{\"note\":3}", "--target", "note-3",
+          "--webpage-url", "https://example.org/n/3", "--session", "s2"], "Open",
+         ["activity": ["activityType": "org.example.notes.edit", "title": "Edit", "userInfo": ["note": 3],
+                       "targetContentIdentifier": "note-3", "webpageURL": "https://example.org/n/3"], "session": "s2"], false),
+        (["routes"], "ListRoutes", [:], false),
+        // Writes a mimeinfo.cache into a scratch directory of the test process.
+        (["desktop-entries", "--directory", mappingScratch.path + "/applications", "--exec", "/usr/bin/scenectl"], "ListRoutes", [:], false),
     ]
 
     @Test(arguments: mappings) func commandBecomesCall(_ arguments: [String], _ method: String, _ parameters: JSONObject, _ more: Bool) {
