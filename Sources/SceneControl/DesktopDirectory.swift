@@ -24,7 +24,7 @@ public enum DesktopDirectory {
         let names = files.keys.filter { $0 != DesktopEntries.cacheName }.sorted() + (files[DesktopEntries.cacheName] == nil ? [] : [DesktopEntries.cacheName])
         for name in names {
             let text = name == DesktopEntries.cacheName ? marker + "\n" + files[name]! : files[name]!
-            try replace(directory + "/" + name, with: text)
+            try replace(directory, name, with: text)
             written.append(name)
         }
         var removed: [String] = []
@@ -66,10 +66,15 @@ public enum DesktopDirectory {
         }
     }
 
-    static func replace(_ path: String, with text: String) throws(ControlError) {
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
-        guard fd >= 0 else { throw ControlError(.failure, "cannot write \(temporary): \(String(cString: strerror(errno)))") }
+    /// Through a temporary name of its own (mkstemp): two runs at once (a start and a reload)
+    /// each rename whole files, never one half written by the other.
+    static func replace(_ directory: String, _ name: String, with text: String) throws(ControlError) {
+        let path = directory + "/" + name
+        var template = Array((directory + "/." + name + ".XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        let temporary = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard fd >= 0 else { throw ControlError(.failure, "cannot write in \(directory): \(String(cString: strerror(errno)))") }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         // The umask may be 077 (scened's units): entries must be readable by everyone.
         _ = fchmod(fd, 0o644)
         let bytes = Array(text.utf8)

@@ -135,3 +135,58 @@ import Varlink
         #expect(Verb.defaultDesktopDirectory(context(uid: 1000, ["HOME": "/home/a", "XDG_DATA_HOME": "/d"])) == "/d/scened-desktop/applications")
     }
 }
+
+/// The hostile side of desktop-entries: a daemon that goes away mid-call, two runs at once,
+/// and many apps.
+@Suite struct DesktopEntryHostileTests {
+    static func route(_ i: Int) -> JSONObject {
+        ["kind": "scheme", "name": .string("s\(i)"), "app": .string("org.example.app\(i)"), "file": "/etc/scened/apps.d/x.conf"]
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aDaemonGoneMidCallLeavesTheEntriesAsTheyWere() throws {
+        let scratch = TemporaryDirectory()
+        defer { scratch.remove() }
+        let directory = scratch.path + "/applications"
+        let first = ctl(["--socket", "/run/s", "desktop-entries", "--directory", directory, "--exec", "/usr/bin/scenectl"],
+                        replies: ["ListRoutes": [.success(["routes": [.object(Self.route(1))]])]])
+        try #require(first.status == 0, "\(first.err)")
+        let before = readTextFile(directory + "/mimeinfo.cache")
+        let daemon = try ScriptedDaemon { _, _ in false }  // hangs up without a reply
+        defer { daemon.stop() }
+        let cut = try run([try Binaries.require(Binaries.scenectl), "--socket", daemon.path, "desktop-entries", "--directory", directory])
+        #expect(cut.status == 3 && cut.stderr.hasPrefix("scenectl: "), "\(cut.summary)")
+        #expect(readTextFile(directory + "/mimeinfo.cache") == before)
+        #expect(try DesktopDirectory.entries(directory) == ["scened-org.example.app1.desktop"])
+    }
+
+    /// Many apps, written twice at once by two threads as a start and a reload might: every
+    /// file whole, no temporary file left, within a bound (the time is printed).
+    @Test(.timeLimit(.minutes(1))) func manyAppsAndTwoRunsAtOnce() throws {
+        let scratch = TemporaryDirectory()
+        defer { scratch.remove() }
+        let directory = scratch.path + "/applications"
+        let routes = (0..<1_000).map { DesktopEntries.Route(scheme: "s\($0)", app: "org.example.app\($0)") }
+        let began = monotonicSeconds()
+        let output = try DesktopEntries.generate(routes, exec: "/usr/bin/scenectl", socket: "/run/scened/io.scened.Manager")
+        let generated = monotonicSeconds()
+        let failures = Shared(0)
+        let writers = (0..<2).map { _ in
+            TestThread {
+                do { _ = try DesktopDirectory.write(output.files, into: directory) } catch {
+                    print("writer failed: \(error)")
+                    failures.update { $0 += 1 }
+                }
+            }
+        }
+        for writer in writers { writer.join() }
+        let wrote = monotonicSeconds()
+        print("desktop-entries: 1,000 apps generated in \(Int((generated - began) * 1000)) ms, written twice at once in \(Int((wrote - generated) * 1000)) ms")
+        #expect(failures.value == 0)
+        #expect(try DesktopDirectory.entries(directory).count == 1_000)
+        #expect(readTextFile(directory + "/scened-org.example.app999.desktop") == output.files["scened-org.example.app999.desktop"])
+        #expect(readTextFile(directory + "/mimeinfo.cache") == DesktopDirectory.marker + "\n" + output.files["mimeinfo.cache"]!)
+        let leftovers = try run(["/usr/bin/find", directory, "-name", ".*"])
+        #expect(leftovers.stdout.isEmpty, "temporary files left: \(leftovers.stdout)")
+        #expect(wrote - began < 30, "1,000 entries took \(wrote - began) s")
+    }
+}
