@@ -71,7 +71,7 @@ public enum DesktopEntries {
         """
         [Desktop Entry]
         Type=Application
-        Version=1.5
+        Version=1.4
         Name=\(app) (scened)
         Comment=Opens \(schemes.map { $0 + ":" }.joined(separator: " ")) URLs in \(app) through scened
         Exec=\(exec) --socket \(socket) open %u

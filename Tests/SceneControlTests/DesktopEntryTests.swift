@@ -20,7 +20,7 @@ import Varlink
         #expect(output.files["scened-org.example.notes.desktop"] == """
             [Desktop Entry]
             Type=Application
-            Version=1.5
+            Version=1.4
             Name=org.example.notes (scened)
             Comment=Opens note-2: notes: URLs in org.example.notes through scened
             Exec=/usr/bin/scenectl --socket /run/scened/io.scened.Manager open %u
