@@ -55,6 +55,22 @@ import Varlink
         #expect(result.connections.isEmpty)
     }
 
+    /// -v and monitor show what a scene was opened with; nothing where the daemon withheld it.
+    @Test func eventDetailsShowTheURLsAndActivities() {
+        let opened: JSONObject = ["seq": 6, "time": 0, "event": "openURLContexts", "app": "org.example.notes", "session": "s1",
+                                  "state": "foregroundActive",
+                                  "urlContexts": [["url": "notes:hello"], ["url": "notes:x\u{1b}[2J", "sourceApplication": "com.example.mail"]]]
+        #expect(EventTable.detail(opened) == "notes:hello; notes:x\\x1b[2J from com.example.mail")
+        let continued: JSONObject = ["seq": 7, "event": "continueUserActivity",
+                                     "userActivities": [["activityType": "org.example.notes.edit", "targetContentIdentifier": "note-3"]]]
+        #expect(EventTable.detail(continued) == "activity org.example.notes.edit for note-3")
+        let long = String(repeating: "a", count: 200)
+        #expect(EventTable.detail(["event": "willConnectTo", "urlContexts": [["url": .string("notes:" + long)]]]) == "notes:" + long.prefix(71) + "...")
+        #expect(EventTable.detail(["event": "openURLContexts", "app": "org.example.notes"]).isEmpty, "withheld")
+        let table = EventTable.table([opened]).render(legend: true)
+        #expect(table.contains("DETAIL") && table.contains("notes:hello"), "\(table)")
+    }
+
     @Test func routesTable() {
         let routes: JSONObject = ["routes": [
             ["kind": "scheme", "name": "notes", "app": "org.example.notes", "file": "/etc/scened/apps.d/org.example.notes.conf"],

@@ -114,8 +114,9 @@ import Varlink
 
         // Schemes are case-insensitive to scened (xdg-open 1.1.3 looks the type up as written,
         // so through it only the lowercase spelling that the entries declare is found).
-        let upper = try Self.scenectl(daemon, ["open", "NOTES:Upper"])
-        #expect(upper.status == 0 && upper.stdout == "org.example.notes \(session)\n", "\(upper.summary)")
+        let upper = try Self.scenectl(daemon, ["open", "-v", "NOTES:Upper"])
+        #expect(upper.status == 0 && upper.stdout.hasPrefix("org.example.notes \(session)\n"), "\(upper.summary)")
+        #expect(upper.stdout.contains(" openURLContexts ") && upper.stdout.contains(" NOTES:Upper\n"), "-v shows the URL: \(upper.stdout)")
         #expect(try app.events(through: "openURLContexts").last!.urls == ["NOTES:Upper"])
     }
 }
