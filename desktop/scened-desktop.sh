@@ -1,5 +1,5 @@
 # scened: the desktop entries that "scenectl desktop-entries" writes for the URL schemes of
-# scened's apps (x-scheme-handler/SCHEME, running scenectl open %u), so that xdg-open and GIO
+# scened's apps (x-scheme-handler/SCHEME, running scenectl open -- %u), so that xdg-open and GIO
 # find them: this user's own instance's, then the system instance's, ahead of the other data
 # directories (as flatpak adds its exports). Installed as /etc/profile.d/scened-desktop.sh;
 # the user environment generator 60-scened-desktop does the same for the user's services.

@@ -1,7 +1,7 @@
 import SceneCore
 
 /// The freedesktop registration of the apps' URL schemes, as text: one `.desktop` file per app
-/// that has schemes (x-scheme-handler/SCHEME, running `scenectl open %u`), and the
+/// that has schemes (x-scheme-handler/SCHEME, running `scenectl open -- %u`), and the
 /// `mimeinfo.cache` that xdg-mime's generic lookup and GIO read to find them. Pure: the writer
 /// (`DesktopDirectory`) puts the files in place and removes those of schemes that went.
 public enum DesktopEntries {
@@ -67,6 +67,7 @@ public enum DesktopEntries {
         return nil
     }
 
+    /// "--" before the URL: whatever a launcher passes, scenectl takes it as the URL.
     static func entry(app: String, schemes: [String], exec: String, socket: String) -> String {
         """
         [Desktop Entry]
@@ -74,7 +75,7 @@ public enum DesktopEntries {
         Version=1.4
         Name=\(app) (scened)
         Comment=Opens \(schemes.map { $0 + ":" }.joined(separator: " ")) URLs in \(app) through scened
-        Exec=\(exec) --socket \(socket) open %u
+        Exec=\(exec) --socket \(socket) open -- %u
         NoDisplay=true
         Terminal=false
         MimeType=\(schemes.map { "x-scheme-handler/\($0);" }.joined())

@@ -12,7 +12,7 @@ extension Verb {
     static let desktopEntries = Verb(
         "desktop-entries", section: .routing, synopsis: "[--directory DIR] [--exec PATH]",
         summary: "Write the desktop entries that send the apps' URL schemes to scened",
-        details: "One NoDisplay .desktop file per app with URL schemes (MimeType=x-scheme-handler/SCHEME, Exec=scenectl --socket SOCKET open %u) and a mimeinfo.cache naming them, from the routes of the daemon asked; entries of apps whose schemes went are removed. Only scened-*.desktop and a mimeinfo.cache written by scenectl are touched. A route whose scheme or app id could break the file is left out with a message, and the status is 1. scened-desktop-entries.service runs it when scened starts or reloads.",
+        details: "One NoDisplay .desktop file per app with URL schemes (MimeType=x-scheme-handler/SCHEME, Exec=scenectl --socket SOCKET open -- %u) and a mimeinfo.cache naming them, from the routes of the daemon asked; entries of apps whose schemes went are removed. Only scened-*.desktop and a mimeinfo.cache written by scenectl are touched. A route whose scheme or app id could break the file is left out with a message, and the status is 1. scened-desktop-entries.service runs it when scened starts or reloads.",
         options: [
             OptionSpec("directory", value: "DIR", "Write into DIR (default: \(systemDesktopDirectory) for root, else $XDG_DATA_HOME/scened-desktop/applications)"),
             OptionSpec("exec", value: "PATH", "The scenectl the entries run (default: this one)"),

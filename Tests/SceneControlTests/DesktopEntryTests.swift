@@ -23,7 +23,7 @@ import Varlink
             Version=1.4
             Name=org.example.notes (scened)
             Comment=Opens note-2: notes: URLs in org.example.notes through scened
-            Exec=/usr/bin/scenectl --socket /run/scened/io.scened.Manager open %u
+            Exec=/usr/bin/scenectl --socket /run/scened/io.scened.Manager open -- %u
             NoDisplay=true
             Terminal=false
             MimeType=x-scheme-handler/note-2;x-scheme-handler/notes;
@@ -116,7 +116,7 @@ import Varlink
         #expect(result.out == "\(directory): 1 entry\n")
         #expect(result.calls.map(\.method) == ["io.scened.Manager.ListRoutes"])
         let entry = readTextFile(directory + "/scened-org.example.notes.desktop")
-        #expect(entry.contains("\nExec=/usr/bin/scenectl --socket /run/scened/io.scened.Manager open %u\n"))
+        #expect(entry.contains("\nExec=/usr/bin/scenectl --socket /run/scened/io.scened.Manager open -- %u\n"))
         #expect(entry.contains("\nMimeType=x-scheme-handler/notes;\n"), "activity types have no desktop entry")
 
         let empty = ctl(["--socket", "/run/scened/io.scened.Manager", "desktop-entries", "--directory", directory, "--exec", Self.exec, "--json"],

@@ -37,6 +37,7 @@ import Varlink
         (["open", "notes:x", "--activity", "a.b"], "'open' takes a URL or --activity, not both"),
         (["open", "notes:x", "--title", "T"], "--title belongs to --activity, not to a URL"),
         (["open", "hello"], "invalid URL 'hello': it needs a scheme"),
+        (["open", "--", "--help"], "invalid URL '--help': it needs a scheme"),
         (["open", "1notes:x"], "invalid URL '1notes:x': it needs a scheme"),
         (["open", "no tes:x"], "invalid URL 'no tes:x': it needs a scheme"),
         (["open", "notes:a b"], "invalid URL 'notes:a b': spaces and control characters must be percent-encoded"),

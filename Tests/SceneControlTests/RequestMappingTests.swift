@@ -75,6 +75,7 @@ import Varlink
         (["cancel-task", "com.example.mail", "mail.refresh"], "io.scened.App.CancelBackgroundTask",
          ["app": "com.example.mail", "identifier": "mail.refresh"], false),
         (["open", "notes:hello"], "Open", ["url": "notes:hello"], false),
+        (["open", "--", "notes:hello"], "Open", ["url": "notes:hello"], false),
         (["open", "Notes://x/y?q=1#f", "--session", "4", "--background"], "Open",
          ["url": "Notes://x/y?q=1#f", "session": "s4", "activate": false], false),
         (["open", "--activity", "org.example.notes.edit"], "Open", ["activity": ["activityType": "org.example.notes.edit"]], false),

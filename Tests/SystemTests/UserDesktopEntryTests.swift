@@ -64,7 +64,7 @@ extension SystemTests {
         let cache = ns.asDesk(["cat", entries + "/mimeinfo.cache"]).stdout
         #expect(cache.contains("\nx-scheme-handler/notes=scened-org.example.notes.desktop;\n"), "\(cache)")
         let entry = ns.asDesk(["cat", entries + "/scened-org.example.notes.desktop"]).stdout
-        #expect(entry.contains("\nExec=\(scenectl) --socket \(ns.deskRuntimeDirectory)/scened/io.scened.Manager open %u\n"), "\(entry)")
+        #expect(entry.contains("\nExec=\(scenectl) --socket \(ns.deskRuntimeDirectory)/scened/io.scened.Manager open -- %u\n"), "\(entry)")
 
         // A scheme added: systemctl --user reload scened writes its entry; removed: it goes.
         try deskWrite(ns, config + "/apps.d/com.example.maps.conf", "[App]\nURLSchemes=maps\n")
