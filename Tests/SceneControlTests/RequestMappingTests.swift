@@ -1,3 +1,4 @@
+import Glibc
 import ScenedTestSupport
 import Testing
 import Varlink
@@ -5,8 +6,8 @@ import Varlink
 
 /// Each command line becomes exactly one Varlink call with these parameters.
 @Suite struct RequestMappingTests {
-    /// Lives as long as the test process (a static is never released).
-    static let mappingScratch = TemporaryDirectory(prefix: "scenectl-mapping")
+    /// Where desktop-entries writes its mimeinfo.cache; removed after that case.
+    static let mappingScratch = "/tmp/scenectl-mapping-\(getpid())"
 
     static let mappings: [([String], String, JSONObject, Bool)] = [
         (["status"], "GetStatus", [:], false),
@@ -85,10 +86,11 @@ import Varlink
                        "targetContentIdentifier": "note-3", "webpageURL": "https://example.org/n/3"], "session": "s2"], false),
         (["routes"], "ListRoutes", [:], false),
         // Writes a mimeinfo.cache into a scratch directory of the test process.
-        (["desktop-entries", "--directory", mappingScratch.path + "/applications", "--exec", "/usr/bin/scenectl"], "ListRoutes", [:], false),
+        (["desktop-entries", "--directory", mappingScratch + "/applications", "--exec", "/usr/bin/scenectl"], "ListRoutes", [:], false),
     ]
 
     @Test(arguments: mappings) func commandBecomesCall(_ arguments: [String], _ method: String, _ parameters: JSONObject, _ more: Bool) {
+        defer { if arguments.first == "desktop-entries" { removeTree(Self.mappingScratch) } }
         let result = ctl(arguments)
         #expect(result.status == 0, "\(arguments): \(result.err)")
         // A short name is io.scened.Manager's; an app's own requests are named in full.
