@@ -23,6 +23,17 @@ __scenectl_interruptions() {
         grep -o '"token" *: *"i[0-9]*"' | grep -o 'i[0-9][0-9]*'
 }
 
+# The URL schemes ("notes:") or, with "activity", the activity types scened routes
+# (scenectl routes --no-legend: KIND NAME APP FILE), or nothing.
+__scenectl_routes() {
+    scenectl "${__scenectl_socket[@]}" --no-legend --no-pager routes 2>/dev/null |
+        while read -r kind name _; do
+            if [[ $1 == scheme && $kind == scheme ]]; then printf '%s:\n' "$name"
+            elif [[ $1 != scheme && $kind != scheme ]]; then printf '%s\n' "$name"
+            fi
+        done
+}
+
 # COMPREPLY from the words in $1 (separated by blanks or newlines) that start with $cur.
 __scenectl_reply() {
     COMPREPLY=($(compgen -W "$1" -- "$cur"))
@@ -35,7 +46,7 @@ _scenectl() {
     local verbs='status reload monitor top logs pressure simulate export-trace metrics list show connect activate deactivate
         background disconnect discard save-state set-user-info set-footprint set-protected apps show-app
         launch terminate memory-warning set-app-footprint tasks task notify schedule cancel-task interrupt
-        end-interruption help'
+        end-interruption open routes desktop-entries help'
 
     # "--opt=value": bash splits at "=" (COMP_WORDBREAKS), so the option is two words back.
     local eq=
@@ -78,7 +89,8 @@ _scenectl() {
                     --configuration | --footprint | --user-info | --restore-cost | --base64 | --name | \
                     --state | --condition | --policy | --budget | --svg | --generate | --seed | --size | \
                     --out | --scenarios | --seeds | --budgets | --sessions | --aging | --settle | --delay | --level | --limit | -n | --since | \
-                    --order | --legend | -d | -o | --reason | --priority | --kind | --at | --in)
+                    --order | --legend | -d | -o | --reason | --priority | --kind | --at | --in | --activity | --title | \
+                    --target | --webpage-url | --directory | --exec)
                     ((i++))
                     [[ ${COMP_WORDS[i]} == = ]] && ((i++))
                     ;;
@@ -113,7 +125,9 @@ _scenectl() {
         --json) [[ -n $eq ]] && { __scenectl_reply 'short pretty off'; return; } ;;
         --legend) __scenectl_reply 'yes no'; return ;;
         --socket | --svg | --out) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-        --journal-directory) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        --journal-directory | --directory) COMPREPLY=($(compgen -d -- "$cur")); return 0 ;;
+        --exec) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+        --activity) __scenectl_reply "$(__scenectl_routes activity)"; return ;;
         --app) __scenectl_reply "$(__scenectl_ids apps)"; return ;;
         --session) __scenectl_reply "$(__scenectl_ids list)"; return ;;
         --state) __scenectl_reply 'unattached foregroundInactive foregroundActive background'; return ;;
@@ -129,7 +143,8 @@ _scenectl() {
         --priority) __scenectl_reply 'normal high'; return ;;
         --kind) __scenectl_reply 'refresh processing'; return ;;
         --since | --for | --configuration | --footprint | --user-info | --restore-cost | --base64 | --name | -d | \
-            --budget | --seed | --seeds | --budgets | --sessions | --aging | --settle | --delay | --reason | --at | --in)
+            --budget | --seed | --seeds | --budgets | --sessions | --aging | --settle | --delay | --reason | --at | --in | \
+            --title | --target | --webpage-url)
             return ;;
     esac
 
@@ -155,6 +170,8 @@ _scenectl() {
             notify) own='--priority' ;;
             schedule) own='--kind --at --in' ;;
             interrupt) own='--reason' ;;
+            open) own='--session --background --activity --title --user-info --target --webpage-url' ;;
+            desktop-entries) own='--directory --exec' ;;
         esac
         __scenectl_reply "$global_flags $own"
         [[ ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null
@@ -181,6 +198,8 @@ _scenectl() {
         'task end') [[ $n -eq 0 ]] && __scenectl_reply "$(__scenectl_tokens)" ;;
         interrupt) [[ $n -eq 0 ]] && COMPREPLY=($(compgen -c -- "$cur")) ;;
         end-interruption) [[ $n -eq 0 ]] && __scenectl_reply "$(__scenectl_interruptions)" ;;
+        # A scheme, then the rest of the URL is the user's (no space after the colon).
+        open) [[ $n -eq 0 && $cur != *:* ]] && { __scenectl_reply "$(__scenectl_routes scheme)"; compopt -o nospace 2>/dev/null; } ;;
         'pressure set') [[ $n -eq 0 ]] && __scenectl_reply 'warning critical' ;;
         simulate) [[ $n -eq 0 ]] && COMPREPLY=($(compgen -f -X '!*.jsonl' -- "$cur") $(compgen -d -- "$cur")) ;;
     esac

@@ -39,6 +39,7 @@ enum EventTable {
             parts.append("task \(task)" + (name.isEmpty ? "" : " (\(name))"))
         }
         if let wake = wakeDetail(event) { parts.append(wake) }
+        parts += openDetails(event)
         if let reason = event.text("reason") { parts.append(reason) }
         if let reclaim = event.object("reclaim") {
             parts.append("reclaim: " + (reclaim.text("reason") ?? "") + " at " + (reclaim.text("level") ?? "?"))
@@ -56,6 +57,23 @@ enum EventTable {
             return "notification \(id) " + (text.utf8.count <= 80 ? text : String(text.prefix(77)) + "...")
         }
         return "\(kind) task \(event.text("identifier") ?? "?")"
+    }
+
+    /// What a scene is opened with (willConnectTo, openURLContexts, continueUserActivity): each
+    /// URL, with the app that opened it, and each activity's type and target; absent where the
+    /// caller may not read the app's data.
+    static func openDetails(_ event: JSONObject) -> [String] {
+        let cut = { (text: String) in DesktopEntries.escaped(text.utf8.count <= 80 ? text : String(text.prefix(77)) + "...") }
+        var parts: [String] = []
+        for context in event.objects("urlContexts") {
+            let source = context.text("sourceApplication").map { " from \($0)" } ?? ""
+            parts.append(cut(context.text("url") ?? "?") + source)
+        }
+        for activity in event.objects("userActivities") {
+            let target = activity.text("targetContentIdentifier").map { " for " + cut($0) } ?? ""
+            parts.append("activity " + cut(activity.text("activityType") ?? "?") + target)
+        }
+        return parts
     }
 
     /// The event's session; for app events that concern several (didDiscardSceneSessions,

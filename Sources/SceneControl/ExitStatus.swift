@@ -15,6 +15,10 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     /// served by someone scenectl does not trust.
     case permissionDenied = 5
 
+    /// `open` only, as `interrupt` has its command's: no app handles the URL's scheme or the
+    /// activity's type (NoHandler), which a desktop's "open with" tells from other failures.
+    public static let noHandler: Int32 = 6
+
     /// The lines of the "Exit status" section of the help.
     static let documentation = """
         0  success
@@ -27,6 +31,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
            such interruption
         5  permission denied: the request is for the app's owner or administrators,
            or the socket is served by a process that is not scened's
+        6  open: no app handles the URL's scheme or the activity's type
         interrupt -- COMMAND exits with COMMAND's own status once COMMAND ran.
       """
 }

@@ -26,6 +26,7 @@ public struct Verb: Sendable {
         case sessions = "Sessions"
         case apps = "Apps"
         case tasks = "Background tasks"
+        case routing = "URLs and activities"
         case system = "Interruptions"
     }
 
@@ -52,6 +53,7 @@ public struct Verb: Sendable {
         .list, .show, .connect, .activate, .deactivate, .background, .disconnect, .discard,
         .saveState, .setUserInfo, .setFootprint, .setProtected,
         .apps, .showApp, .launch, .terminate, .memoryWarning, .setAppFootprint,
+        .open, .routes, .desktopEntries,
         .tasks, .taskBegin, .taskEnd, .notify, .schedule, .cancelTask,
         .interrupt, .endInterruption,
     ]

@@ -45,6 +45,9 @@ import Varlink
         ("metrics", ["metrics", "--format", "prometheus"]),
         ("interrupt", ["interrupt", "--reason", "incoming call", "--", "sleep", "1"]),
         ("end-interruption", ["end-interruption", "i3"]),
+        ("open", ["open", "notes:hello", "--session", "s1", "--background"]),
+        ("routes", ["routes"]),
+        ("desktop-entries", ["desktop-entries", "--directory", "/tmp/x", "--exec", "/usr/bin/scenectl"]),
     ]
 
     @Test func everyVerbHasAValidCommandLine() {

@@ -110,6 +110,29 @@ import Varlink
         #expect(try Self.complete(["scenectl", "interrupt", "ls", "--rea"]) == [], "the command's options are not scenectl's")
     }
 
+    /// open offers the schemes ("notes:") and, after --activity, the activity types scened routes.
+    @Test(.timeLimit(.minutes(1))) func schemesAndActivityTypesFromTheRoutes() throws {
+        let daemon = try ScriptedDaemon { call, peer in
+            guard call.method == "io.scened.Manager.ListRoutes" else {
+                peer.fail(.methodNotFound(call.method))
+                return true
+            }
+            peer.reply(["routes": [
+                ["kind": "scheme", "name": "notes", "app": "org.example.notes", "file": "/etc/scened/apps.d/org.example.notes.conf"],
+                ["kind": "scheme", "name": "maps", "app": "com.example.maps", "file": "/etc/scened/apps.d/com.example.maps.conf"],
+                ["kind": "activityType", "name": "org.example.notes.edit", "app": "org.example.notes", "file": "/etc/scened/apps.d/org.example.notes.conf"],
+            ]])
+            return true
+        }
+        defer { daemon.stop() }
+        let socket = ["SCENED_SOCKET": daemon.path]
+        #expect(try Self.complete(["scenectl", "open", ""], environment: socket) == ["maps:", "notes:"])
+        #expect(try Self.complete(["scenectl", "open", "no"], environment: socket) == ["notes:"])
+        #expect(try Self.complete(["scenectl", "open", "--activity", ""], environment: socket) == ["org.example.notes.edit"])
+        #expect(try Self.complete(["scenectl", "open", "notes:x", ""], environment: socket) == [], "one URL")
+        #expect(try Self.complete(["scenectl", "desktop-entries", "--directory", "/nonexistent-dir/"]) == [])
+    }
+
     @Test func zshScriptParses() throws {
         let zsh = try SystemTools.require("zsh", for: "checking the zsh completion")
         let parsed = try run([zsh, "-n", Self.zshScript], timeout: 30)

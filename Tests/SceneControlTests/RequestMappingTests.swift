@@ -1,3 +1,4 @@
+import Glibc
 import ScenedTestSupport
 import Testing
 import Varlink
@@ -5,6 +6,9 @@ import Varlink
 
 /// Each command line becomes exactly one Varlink call with these parameters.
 @Suite struct RequestMappingTests {
+    /// Where desktop-entries writes its mimeinfo.cache; removed after that case.
+    static let mappingScratch = "/tmp/scenectl-mapping-\(getpid())"
+
     static let mappings: [([String], String, JSONObject, Bool)] = [
         (["status"], "GetStatus", [:], false),
         (["reload"], "Reload", [:], false),
@@ -71,9 +75,22 @@ import Varlink
          ["app": "com.example.mail", "identifier": "a", "kind": "refresh", "earliestBegin": 1_732_899_600_500_000], false),
         (["cancel-task", "com.example.mail", "mail.refresh"], "io.scened.App.CancelBackgroundTask",
          ["app": "com.example.mail", "identifier": "mail.refresh"], false),
+        (["open", "notes:hello"], "Open", ["url": "notes:hello"], false),
+        (["open", "--", "notes:hello"], "Open", ["url": "notes:hello"], false),
+        (["open", "Notes://x/y?q=1#f", "--session", "4", "--background"], "Open",
+         ["url": "Notes://x/y?q=1#f", "session": "s4", "activate": false], false),
+        (["open", "--activity", "org.example.notes.edit"], "Open", ["activity": ["activityType": "org.example.notes.edit"]], false),
+        (["open", "--activity", "org.example.notes.edit", "--title", "Edit", "--user-info", "{\"note\":3}", "--target", "note-3",
+          "--webpage-url", "https://example.org/n/3", "--session", "s2"], "Open",
+         ["activity": ["activityType": "org.example.notes.edit", "title": "Edit", "userInfo": ["note": 3],
+                       "targetContentIdentifier": "note-3", "webpageURL": "https://example.org/n/3"], "session": "s2"], false),
+        (["routes"], "ListRoutes", [:], false),
+        // Writes a mimeinfo.cache into a scratch directory of the test process.
+        (["desktop-entries", "--directory", mappingScratch + "/applications", "--exec", "/usr/bin/scenectl"], "ListRoutes", [:], false),
     ]
 
     @Test(arguments: mappings) func commandBecomesCall(_ arguments: [String], _ method: String, _ parameters: JSONObject, _ more: Bool) {
+        defer { if arguments.first == "desktop-entries" { removeTree(Self.mappingScratch) } }
         let result = ctl(arguments)
         #expect(result.status == 0, "\(arguments): \(result.err)")
         // A short name is io.scened.Manager's; an app's own requests are named in full.

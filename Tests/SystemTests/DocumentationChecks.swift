@@ -38,11 +38,16 @@ import Testing
         try withInstalledTree { root in
             for path in ["usr/share/bash-completion/completions/scenectl", "usr/share/zsh/vendor-completions/_scenectl",
                          "usr/lib/tmpfiles.d/scened.conf", "usr/share/doc/scened/examples/a-mix-seed1.jsonl",
-                         "usr/share/varlink/io.scened.Manager.varlink"]
+                         "usr/share/varlink/io.scened.Manager.varlink", "usr/lib/systemd/system/scened-desktop-entries.service",
+                         "usr/lib/systemd/user/scened-desktop-entries.service", "etc/profile.d/scened-desktop.sh"]
                 + Self.pages.map({ "usr/share/man/" + $0 }) {
                 var st = stat()
                 #expect(stat(root + "/" + path, &st) == 0 && Int(st.st_mode & 0o7777) == 0o644, "\(path) missing or not mode 0644")
             }
+            // The user environment generator is run by the user manager: executable.
+            var st = stat()
+            let generator = "usr/lib/systemd/user-environment-generators/60-scened-desktop"
+            #expect(stat(root + "/" + generator, &st) == 0 && Int(st.st_mode & 0o7777) == 0o755, "\(generator) missing or not mode 0755")
         }
     }
 

@@ -111,7 +111,11 @@ struct ObservedEvent: CustomStringConvertible {
         switch name {
         case .willConnectTo:
             guard let reconnect = object["reconnect"]?.boolValue else { throw fail("reconnect") }
-            detail = .connect(restoration: try Self.restoration(object["restoration"]), reconnect: reconnect)
+            detail = .connect(restoration: try Self.restoration(object["restoration"]), reconnect: reconnect,
+                              open: try openPayload(fail))
+        case .openURLContexts, .continueUserActivity:
+            guard let payload = try openPayload(fail) else { throw fail("urlContexts or userActivities") }
+            detail = .open(payload)
         case .didDiscardSceneSessions:
             detail = .discarded(try Self.sessions(object["sessions"]))
         case .performBackgroundTask, .didReceiveNotification:
@@ -130,6 +134,26 @@ struct ObservedEvent: CustomStringConvertible {
         return LifecycleEvent(seq: UInt64(seqValue), time: Timestamp(microseconds: time), name: name, app: app,
                               session: session, sceneInstance: scene, state: state, appState: appState, cause: cause,
                               detail: detail)
+    }
+
+    /// What an event opens a scene with (urlContexts, userActivities), nil when it has neither.
+    private func openPayload(_ fail: (String) -> TestFailure) throws -> OpenPayload? {
+        let urls = object["urlContexts"]?.arrayValue ?? []
+        let activities = object["userActivities"]?.arrayValue ?? []
+        guard !urls.isEmpty || !activities.isEmpty else { return nil }
+        var payload = OpenPayload()
+        for u in urls {
+            guard let url = u["url"]?.stringValue else { throw fail("urlContexts.url") }
+            payload.urlContexts.append(URLContext(url: url, sourceApplication: u["sourceApplication"]?.stringValue.flatMap(AppID.init)))
+        }
+        for a in activities {
+            guard let type = a["activityType"]?.stringValue else { throw fail("userActivities.activityType") }
+            payload.userActivities.append(UserActivity(activityType: type, title: a["title"]?.stringValue,
+                                                       userInfo: a["userInfo"].map { $0.serializedString() },
+                                                       targetContentIdentifier: a["targetContentIdentifier"]?.stringValue,
+                                                       webpageURL: a["webpageURL"]?.stringValue))
+        }
+        return payload
     }
 
     /// The detail of a wake's event (R34): its kind, task identifier or notification id,
