@@ -189,7 +189,7 @@ final class NotesSceneDelegate: SceneDelegate {
         // Waited for, so that an Open sent after this line is printed finds them in force.
         do {
             try await scene.application.setActivationConditions(NotesURL.conditions(for: session), for: scene)
-            say("\(session) takes notes:open?id=\(session)")
+            say("\(session) prefers notes:open?id=\(session)")
         } catch {
             say("activation conditions of \(session) not set: \(error)")
         }

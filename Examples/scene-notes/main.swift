@@ -4,7 +4,7 @@ import Foundation
 // and a note in its scene's restoration data, so that a reclaim disconnect or a kill -9 loses
 // nothing. Every callback is printed as it comes. It opens notes: URLs (config/apps.d):
 // notes:new?text=TEXT makes a new note in a new scene, notes:open?id=SESSION shows that note
-// in its scene (each scene's activation conditions take only its own note's URLs).
+// in its scene (each scene's activation conditions prefer its own note's URLs).
 //
 //   scene-notes [--app ID] [--socket PATH] [--hold-mib N] [--refresh-sec N] [--notification-delay-sec N]
 //                                            attach to the running scened and stay

@@ -119,7 +119,7 @@ struct RoutingDaemonTests {
         try daemon.stop()
     }
 
-    @Test("scene-notes: notes:new makes a note in a new scene, notes:open shows it in its own", .timeLimit(.minutes(10)))
+    @Test("scene-notes: notes:new makes a note in a new scene, notes:open shows it in the scene that prefers it", .timeLimit(.minutes(10)))
     func sceneNotesOpensURLs() throws {
         let workspace = try Workspace(configuration: SceneClientTests.patientConfiguration)
         try makeDirectory(workspace.path + "/apps.d")
@@ -129,12 +129,15 @@ struct RoutingDaemonTests {
         let socket = workspace.socketPath
         let notes = try Binaries.require(Binaries.directory + "/scene-notes")
         let child = try ChildProcess([notes, "--app", "org.example.notes", "--socket", socket], directory: workspace.path, label: "notes-urls")
-        #expect(waitUntil(seconds: 120) { child.stdout.contains("s1 takes notes:open?id=s1") }, "\(child.stdout)")
+        #expect(waitUntil(seconds: 120) { child.stdout.contains("s1 prefers notes:open?id=s1") }, "\(child.stdout)")
         func open(_ url: String) throws -> String? {
             try daemon.call("Open", ["url": .string(url)])["session"]?.stringValue
         }
-        #expect(try open("notes:new?text=hi%20there") == "s2")
+        // s1 takes anything: it gets notes:new and asks for a new scene opened with it.
+        #expect(try open("notes:new?text=hi%20there") == "s1")
         #expect(waitUntil(seconds: 120) { child.stdout.contains("note s2: \"hi there\"") }, "\(child.stdout)")
+        #expect(child.stdout.contains("opened with notes:new?text=hi%20there from org.example.notes"), "\(child.stdout)")
+        #expect(waitUntil(seconds: 120) { child.stdout.contains("s2 prefers notes:open?id=s2") }, "\(child.stdout)")
         #expect(try open("notes:open?id=s1") == "s1")
         #expect(waitUntil(seconds: 120) { child.stdout.contains("showing note s1: \"\"") }, "\(child.stdout)")
         #expect(try open("notes:open?id=s2") == "s2")
