@@ -98,7 +98,7 @@ extension HostileClientTests {
             let bystander = try Bystander(daemon)
             try bystander.calls(10, within: 5, "before the half Opens")
             let descriptors = daemon.openDescriptors
-            let whole = framed("Open", ["url": "sleeper:half-\(String(repeating: "h", count: 200))"])
+            let whole = framed("Open", ["url": .string("sleeper:half-" + String(repeating: "h", count: 200))])
             for i in 0..<100 {
                 let raw = try RawConnection(path: daemon.socketPath, connectTimeout: 5)
                 try raw.send(Array(whole.prefix(whole.count / 2 + i % 40)), timeout: 5)

@@ -79,12 +79,3 @@ enum Routes {
         return id
     }
 }
-
-extension AttachedApp {
-    /// Events until none arrives for `quiet` seconds.
-    func drain(quiet: Double = 0.3) throws -> [ObservedEvent] {
-        var out: [ObservedEvent] = []
-        while let e = try next(timeout: quiet) { out.append(e) }
-        return out
-    }
-}
