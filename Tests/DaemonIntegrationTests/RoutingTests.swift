@@ -147,6 +147,38 @@ struct RoutingTests {
         try Wakes.assertConformant(daemon, "routing order")
     }
 
+    @Test("an app opens another app's URL through io.scened.App.Open: the target's scene gets it with sourceApplication set to the caller; RequestSceneSessionActivation with a url connects a scene holding it",
+          .timeLimit(.minutes(2)))
+    func appOpensAnotherApp() throws {
+        let (daemon, notesApp, s) = try Self.notesApp(scenes: 1)
+        defer { try? daemon.stop() }
+        let maps = "com.example.maps"
+        try Routes.appFile(daemon.workspace, maps, schemes: ["maps"])
+        try daemon.call("Reload")
+        let mapsApp = try AttachedApp(daemon, app: maps)
+        _ = try mapsApp.events(through: "didFinishLaunching")
+        let mapsSession = try Routes.sessionID(try daemon.call("Connect", ["app": .string(maps)]))
+        _ = try mapsApp.drain()
+
+        let reply = try notesApp.call("Open", ["url": "maps:?q=Museumsinsel"])
+        #expect(reply["target"]?.stringValue == maps && reply["session"]?.stringValue == mapsSession, "\(reply)")
+        let got = try #require(try mapsApp.next())
+        let context = got.object["urlContexts"]?.arrayValue?.first
+        #expect(got.event == "openURLContexts" && context?["url"]?.stringValue == "maps:?q=Museumsinsel"
+                && context?["sourceApplication"]?.stringValue == Self.notes, "\(got.object)")
+        let unknown = Routes.refusal("an app opening an unknown scheme") { try notesApp.call("Open", ["url": "nobody:x"]) }
+        #expect(unknown?.name == "NoHandler", "\(String(describing: unknown))")
+
+        // Its own new scene with a URL (UIKit's requestSceneSessionActivation with a userActivity).
+        let requested = try notesApp.call("RequestSceneSessionActivation", ["url": "notes:compose"])
+        let id = try #require(requested["session"]?.stringValue)
+        #expect(!s.contains(id))
+        let connect = try #require(try notesApp.events(through: "willConnectTo").last)
+        #expect(connect.session == id && Routes.urls(connect) == ["notes:compose"]
+                && connect.object["urlContexts"]?.arrayValue?.first?["sourceApplication"]?.stringValue == Self.notes,
+                "\(connect.object)")
+    }
+
     @Test("an archived session given: reconnected, its willConnectTo has reconnect and the URL; a Discarded one is refused",
           .timeLimit(.minutes(2)))
     func archivedSessionReconnects() throws {
