@@ -7,7 +7,7 @@ extension HostileClientTests {
     /// Issue 37, the hostile side of Open: a flood of garbage Opens beside a bystander, clients
     /// that send half an Open and vanish, and an app that never reads while Opens flow to it.
     @Suite("Open from hostile clients (issue 37)")
-    struct RoutingHostile {
+    struct OpenHostile {
         static let target = "org.example.target"
         static let sleeper = "org.example.sleeper"
 

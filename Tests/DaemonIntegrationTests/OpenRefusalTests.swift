@@ -6,14 +6,14 @@ import Varlink
 /// Issue 37 item 5, what Open refuses against the real scened: malformed URLs, unknown schemes
 /// and types, oversized payloads, too many stored opens; and two apps claiming one scheme.
 @Suite("Open: refusals and configuration errors (issue 37)", .serialized)
-struct RoutingRefusalTests {
-    static let notes = RoutingTests.notes
+struct OpenRefusalTests {
+    static let notes = OpenSceneTests.notes
 
     @Test("malformed URLs are InvalidArgument naming url; unknown schemes and types NoHandler naming them; oversized URL and activity LimitExceeded naming MaxURLSize and MaxActivitySize; every refusal changes nothing and scened serves on",
           .timeLimit(.minutes(2)))
     func badInput() throws {
         let workspace = try Workspace(configuration: Routes.configuration(suspendDelay: "60s"))
-        try Routes.appFile(workspace, Self.notes, schemes: ["notes"], types: [RoutingTests.editType])
+        try Routes.appFile(workspace, Self.notes, schemes: ["notes"], types: [OpenSceneTests.editType])
         let daemon = try DaemonProcess(workspace)
         defer { try? daemon.stop() }
         let app = try AttachedApp(daemon, app: Self.notes)
@@ -32,7 +32,7 @@ struct RoutingRefusalTests {
         let neither = Routes.refusal("neither url nor activity") { try Routes.open(daemon) }
         #expect(neither?.name == "InvalidArgument" || neither?.name == "InvalidParameter", "\(String(describing: neither))")
         let both = Routes.refusal("url and activity") {
-            try Routes.open(daemon, url: "notes:x", activity: ["activityType": .string(RoutingTests.editType)])
+            try Routes.open(daemon, url: "notes:x", activity: ["activityType": .string(OpenSceneTests.editType)])
         }
         #expect(both?.name == "InvalidArgument" || both?.name == "InvalidParameter", "\(String(describing: both))")
 
@@ -52,13 +52,13 @@ struct RoutingRefusalTests {
                 && tooLong?.parameters["maximum"]?.intValue == 8192, "\(String(describing: tooLong))")
         let fits = "notes:" + String(repeating: "y", count: 8 * 1024 - 6)
         #expect(try Routes.open(daemon, url: fits)["session"]?.stringValue == session, "exactly MaxURLSize is accepted")
-        let big: JSONObject = ["activityType": .string(RoutingTests.editType),
+        let big: JSONObject = ["activityType": .string(OpenSceneTests.editType),
                                "userInfo": ["blob": .string(String(repeating: "z", count: 16 * 1024))]]
         let tooBig = Routes.refusal("an activity over 16 KiB") { try Routes.open(daemon, activity: big) }
         #expect(tooBig?.name == "LimitExceeded" && tooBig?.parameters["limit"]?.stringValue == "MaxActivitySize",
                 "\(String(describing: tooBig))")
         let notObject = Routes.refusal("userInfo not an object") {
-            try Routes.open(daemon, activity: ["activityType": .string(RoutingTests.editType), "userInfo": "text"])
+            try Routes.open(daemon, activity: ["activityType": .string(OpenSceneTests.editType), "userInfo": "text"])
         }
         #expect(notObject != nil)
 

@@ -7,7 +7,7 @@ import Varlink
 /// conditions among several, the order of its events, and what is refused (bad URLs, unknown
 /// schemes, oversized payloads, two apps claiming one scheme).
 @Suite("Open: routing to the right scene (issue 37)", .serialized)
-struct RoutingTests {
+struct OpenSceneTests {
     static let notes = "com.example.notes"
     static let editType = "com.example.notes.edit"
 

@@ -7,7 +7,7 @@ import Varlink
 /// app, WakeApp): a URL to a suspended (frozen) app, to one not running, to one that crashed,
 /// and across a kill -9 of scened between Open's answer and the delivery.
 @Suite("Open: URLs to real processes (issue 37)", .serialized)
-struct RoutingProcessTests {
+struct OpenProcessTests {
     static let maps = "com.example.maps"
 
     static func mapsApp(_ workspace: Workspace, flags: [String] = []) throws -> WakeApp {
@@ -115,7 +115,7 @@ struct RoutingProcessTests {
           .timeLimit(.minutes(3)))
     func killedDaemonSelfAttachingApp() throws {
         let workspace = try Workspace(configuration: Routes.configuration(suspendDelay: "60s"))
-        let notes = RoutingTests.notes
+        let notes = OpenSceneTests.notes
         try Routes.appFile(workspace, notes, schemes: ["notes"])
         var daemon = try DaemonProcess(workspace)
         let reply = try Routes.open(daemon, url: "notes:kept")
