@@ -18,6 +18,11 @@ becomes the note of every connected scene, and the answer (Acknowledge) lets sce
 app again. A task it does not know, or one whose budget ends (backgroundTaskWillExpire), is
 completed unsuccessfully.
 
+URLs and activities (io.scened.Manager Open, `scenectl open URL`, for an app whose apps.d file
+has `[App] URLSchemes=`): a scene opened with a URL (willConnectTo's urlContexts) or handed one
+while connected (openURLContexts) keeps the last URL as its note, saved at once (SaveState);
+an activity (userActivities, continueUserActivity) does the same with its title or type.
+
 On start it brings back its first archived session if it has one (the one a previous run left
 when it quit or was killed), else asks for a new scene. Ctrl-C (or SIGTERM) detaches. When
 scened stops (its scenes were sent to the background and answered first) the app keeps running
@@ -46,6 +51,8 @@ exists of $XDG_RUNTIME_DIR/scened/io.scened.Manager, /run/scened/io.scened.Manag
     scheduled py.refresh in 60 s
     21 performBackgroundTask py.refresh refresh completed, refreshes 1
     24 didReceiveNotification n3 {"text": "hi"} answered
+    27 willConnectTo s2 new scene opened with pynotes:draft?text=hi
+    31 openURLContexts s2 pynotes:other from org.example.mail
 """
 
 import argparse
@@ -222,6 +229,22 @@ class SceneApp:
             session = self.calls.RequestSceneSessionActivation(app=self.app, userInfo={"from": "scene_app.py"})["session"]
             say("requested a new scene: %s" % session)
 
+    def opened(self, session, e):
+        """The URLs and activities an event hands the scene: the last becomes its note, saved.
+        The text describing them, for the event's line."""
+        parts, note = [], None
+        for context in e.get("urlContexts") or []:
+            note = context["url"]
+            source = context.get("sourceApplication")
+            parts.append(note + (" from " + source if source else ""))
+        for activity in e.get("userActivities") or []:
+            note = activity.get("title") or activity["activityType"]
+            parts.append("activity " + activity["activityType"])
+        if note is not None and session:
+            self.state.setdefault(session, {"foregrounds": 0, "note": self.note})["note"] = note
+            self.save(session)
+        return ", ".join(parts)
+
     def handle(self, e):
         name, seq, session = e["event"], e["seq"], e.get("session")
         if name in ("willResignActive", "didEnterBackground"):
@@ -242,6 +265,12 @@ class SceneApp:
             else:
                 self.state[session] = {"foregrounds": 0, "note": self.note}
                 line += " new scene"
+            opened = self.opened(session, e)
+            if opened:
+                line += " opened with " + opened
+        elif name in ("openURLContexts", "continueUserActivity"):
+            # scene(_:openURLContexts:), scene(_:continue:): a connected scene gets more.
+            line += " " + self.opened(session, e)
         elif name == "willEnterForeground":
             s = self.state.setdefault(session, {"foregrounds": 0, "note": self.note})
             s["foregrounds"] += 1

@@ -7,6 +7,8 @@ struct NotesState: Codable, Equatable {
     var note = ""
     /// How many background refreshes ran while the scene was connected.
     var refreshes = 0
+    /// The note's text, from a notes:new URL.
+    var text = ""
 
     init() {}
 
@@ -16,6 +18,7 @@ struct NotesState: Codable, Equatable {
         counter = try c.decodeIfPresent(Int.self, forKey: .counter) ?? 0
         note = try c.decodeIfPresent(String.self, forKey: .note) ?? ""
         refreshes = try c.decodeIfPresent(Int.self, forKey: .refreshes) ?? 0
+        text = try c.decodeIfPresent(String.self, forKey: .text) ?? ""
     }
 }
 
@@ -182,6 +185,18 @@ final class NotesSceneDelegate: SceneDelegate {
         if holdMiB > 0 {
             ballast = Ballast(mebibytes: holdMiB)
             say(ballast == nil ? "cannot allocate \(holdMiB) MiB" : "holding \(holdMiB) MiB")
+        }
+        scene.activationConditions = NotesURL.conditions(for: session)
+        for context in Self.sorted(connectionOptions.urlContexts) {
+            say("opened with \(context.url) from \(context.options.sourceApplication ?? "-")")
+            await open(context, in: scene, isNew: true)
+        }
+    }
+
+    func scene(_ scene: Scene, openURLContexts urlContexts: Set<OpenURLContext>) async {
+        for context in Self.sorted(urlContexts) {
+            say("scene(_:openURLContexts:) \(scene.session) \(context.url) from \(context.options.sourceApplication ?? "-")")
+            await open(context, in: scene, isNew: false)
         }
     }
 

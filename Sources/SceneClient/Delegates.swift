@@ -63,6 +63,14 @@ public protocol SceneDelegate: AnyObject {
     /// another scene is taken instead). Otherwise stateRestorationActivity(for:) is asked and
     /// the scene is disconnected at once with what it returns.
     func sceneShouldDeferDisconnect(_ scene: Scene, notice: ReclaimNotice) async -> Bool
+    /// URLs opened in this connected scene (io.scened.Manager Open, another app's Open, or a
+    /// request with a URL). With activation it comes after sceneWillEnterForeground and before
+    /// sceneDidBecomeActive; a new scene gets its URLs in willConnectTo's options instead.
+    func scene(_ scene: Scene, openURLContexts urlContexts: Set<OpenURLContext>) async
+    /// Just before scene(_:continue:), for each activity, with its type.
+    func scene(_ scene: Scene, willContinueUserActivityWithType userActivityType: String) async
+    /// An activity to continue in this connected scene (placed as openURLContexts is).
+    func scene(_ scene: Scene, continue userActivity: UserActivity) async
 }
 
 extension SceneDelegate {
@@ -74,6 +82,9 @@ extension SceneDelegate {
     public func sceneDidDisconnect(_ scene: Scene) async {}
     public func stateRestorationActivity(for scene: Scene) async -> RestorationData? { nil }
     public func sceneShouldDeferDisconnect(_ scene: Scene, notice: ReclaimNotice) async -> Bool { false }
+    public func scene(_ scene: Scene, openURLContexts urlContexts: Set<OpenURLContext>) async {}
+    public func scene(_ scene: Scene, willContinueUserActivityWithType userActivityType: String) async {}
+    public func scene(_ scene: Scene, continue userActivity: UserActivity) async {}
 }
 
 /// UIScene: one connected scene instance of a session. A reconnection makes a new Scene.
@@ -86,6 +97,19 @@ public final class Scene {
     /// Strong, unlike UIKit's weak reference: nothing else keeps the delegate.
     public let delegate: any SceneDelegate
     public unowned let application: SceneApplication
+    /// UIScene.activationConditions: which Opens this scene takes. Setting it sends them to
+    /// scened (SetActivationConditions) in the order set, after the requests made before; a
+    /// refusal goes to the log (`SceneApplication.setActivationConditions` reports it). scened
+    /// stores them until the scene disconnects: a new daemon started on the same state has
+    /// them, and a setting scened could not be reached for is sent again once reattached.
+    public var activationConditions: SceneActivationConditions {
+        get { conditions }
+        set {
+            conditions = newValue
+            application.sendActivationConditions(of: self)
+        }
+    }
+    var conditions = SceneActivationConditions.default
 
     init(session: SceneSession, instance: Int64, delegate: any SceneDelegate, application: SceneApplication) {
         self.session = session

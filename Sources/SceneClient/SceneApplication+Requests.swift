@@ -9,18 +9,25 @@ extension SceneApplication {
     /// UIApplication.requestSceneSessionActivation: an existing session (activated, reconnected
     /// if archived), or without one a new session with this role, configuration and userInfo.
     /// Returns the session id. The callbacks it causes come as events, after the current one.
+    /// userActivity or url (at most one; any scheme, this app is its sourceApplication): a new
+    /// or reconnected scene gets it in willConnectTo's options, a connected one by
+    /// scene(_:continue:) or scene(_:openURLContexts:) once active.
     @discardableResult
-    public func requestSceneSessionActivation(_ session: SceneSession? = nil, role: SessionRole? = nil, configuration: String? = nil,
+    public func requestSceneSessionActivation(_ session: SceneSession? = nil, userActivity: UserActivity? = nil, url: String? = nil,
+                                              role: SessionRole? = nil, configuration: String? = nil,
                                               userInfo: JSONObject? = nil) async throws -> String {
-        try await requestSceneSessionActivation(persistentIdentifier: session?.persistentIdentifier, role: role,
-                                                configuration: configuration, userInfo: userInfo)
+        try await requestSceneSessionActivation(persistentIdentifier: session?.persistentIdentifier, userActivity: userActivity, url: url,
+                                                role: role, configuration: configuration, userInfo: userInfo)
     }
 
     @discardableResult
-    public func requestSceneSessionActivation(persistentIdentifier: String?, role: SessionRole? = nil, configuration: String? = nil,
+    public func requestSceneSessionActivation(persistentIdentifier: String?, userActivity: UserActivity? = nil, url: String? = nil,
+                                              role: SessionRole? = nil, configuration: String? = nil,
                                               userInfo: JSONObject? = nil) async throws -> String {
         var p = base
         if let persistentIdentifier { p["session"] = .string(persistentIdentifier) }
+        if let userActivity { p["activity"] = userActivity.wire }
+        if let url { p["url"] = .string(url) }
         if let role { p["role"] = .string(role.rawValue) }
         if let configuration { p["configuration"] = .string(configuration) }
         if let userInfo { p["userInfo"] = .object(userInfo) }

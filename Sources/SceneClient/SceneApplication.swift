@@ -76,6 +76,8 @@ public final class SceneApplication {
     private var factories: [String: @MainActor @Sendable (SceneSession) -> any SceneDelegate] = [:]
     var sessions: [String: SceneSession] = [:]
     var expirationHandlers: [String: @MainActor () -> Void] = [:]
+    /// Activation conditions that did not reach scened (it was away): scene instance by session.
+    let unsentConditions = Locked<[String: Int64]>([:])
     private var running = false
     private var ending: SceneApplicationEnding?
 
@@ -125,8 +127,8 @@ public final class SceneApplication {
         }
         for await item in stream {
             switch item {
-            case .attached:
-                break
+            case .attached(_, _, let reattach):
+                if reattach { resendActivationConditions() }
             case .event(let event):
                 await handle(event)
                 lastHandledSeq = event.seq
@@ -178,14 +180,7 @@ public final class SceneApplication {
             let configuration = await delegate.application(self, configurationForConnecting: session, options: connectionOptions(e))
             if let factory = configuration.delegateFactory { factories[session.persistentIdentifier] = factory }
         case "willConnectTo":
-            var session = learnSession(e)
-            session.stateRestorationActivity = RestorationData(wire: e.fields["restoration"])
-            sessions[session.persistentIdentifier] = session
-            let factory = factories[session.persistentIdentifier] ?? sceneDelegateFactory!
-            let scene = Scene(session: session, instance: e.scene ?? 0, delegate: factory(session), application: self)
-            scene.activationState = sceneState(e)
-            scenesBySession[session.persistentIdentifier] = scene
-            await scene.delegate.scene(scene, willConnectTo: session, options: connectionOptions(e))
+            await connectScene(e)
         case "willEnterForeground":
             if let scene = scene(e) { await scene.delegate.sceneWillEnterForeground(scene) }
         case "didBecomeActive":
@@ -229,6 +224,10 @@ public final class SceneApplication {
             await performBackgroundTask(e)
         case "didReceiveNotification":
             await receiveNotification(e)
+        case "openURLContexts":
+            if let scene = scene(e) { await openURLContexts(e, in: scene) }
+        case "continueUserActivity":
+            if let scene = scene(e) { await continueUserActivities(e, in: scene) }
         case "terminated":
             // The process is over for scened: its scenes go without callbacks (as in a crash).
             scenesBySession = [:]
@@ -240,6 +239,18 @@ public final class SceneApplication {
             // suspended, resumed: no UIKit callback (the process would be frozen, then thawed).
             break
         }
+    }
+
+    /// willConnectTo: a new Scene, its delegate made by the configuration's factory.
+    private func connectScene(_ e: AppEvent) async {
+        var session = learnSession(e)
+        session.stateRestorationActivity = RestorationData(wire: e.fields["restoration"])
+        sessions[session.persistentIdentifier] = session
+        let factory = factories[session.persistentIdentifier] ?? sceneDelegateFactory!
+        let scene = Scene(session: session, instance: e.scene ?? 0, delegate: factory(session), application: self)
+        scene.activationState = sceneState(e)
+        scenesBySession[session.persistentIdentifier] = scene
+        await scene.delegate.scene(scene, willConnectTo: session, options: connectionOptions(e))
     }
 
     private func expire(_ task: BackgroundTaskIdentifier) async {
@@ -284,7 +295,8 @@ public final class SceneApplication {
 
     private func connectionOptions(_ e: AppEvent) -> SceneConnectionOptions {
         SceneConnectionOptions(isReconnect: e.fields["reconnect"]?.boolValue ?? false, cause: e.cause,
-                               restoration: RestorationData(wire: e.fields["restoration"]))
+                               restoration: RestorationData(wire: e.fields["restoration"]),
+                               urlContexts: Set(e.urlContexts), userActivities: Set(e.userActivities))
     }
 
     // MARK: Answers

@@ -122,6 +122,10 @@ public struct SceneConnectionOptions: Sendable {
     public var cause: String
     /// The state-restoration data handed to the scene (also the session's stateRestorationActivity).
     public var restoration: RestorationData?
+    /// What the scene is opened with (io.scened.Manager Open, or an app's request with a URL
+    /// or activity): it comes here instead of in scene(_:openURLContexts:) / scene(_:continue:).
+    public var urlContexts: Set<OpenURLContext> = []
+    public var userActivities: Set<UserActivity> = []
 }
 
 /// Why scened sent an event (io.scened.App's `cause`). An open set: a cause newer than this

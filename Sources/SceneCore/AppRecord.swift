@@ -24,6 +24,8 @@ public struct AppRecord: Sendable, Equatable {
     /// order: derived from the engine's tables, kept with them, never stored.
     public internal(set) var scheduled: [String] = []
     public internal(set) var pendingNotifications: [NotificationID] = []
+    /// Its stored Opens, oldest first: derived from the engine's table, never stored.
+    public internal(set) var pendingOpens: [OpenID] = []
 
     /// Since when the app has been running with no foreground scene and no task: the suspension
     /// clock (R21, R24).
@@ -72,6 +74,7 @@ public struct AppRecord: Sendable, Equatable {
         copy.wakes = []
         copy.scheduled = []
         copy.pendingNotifications = []
+        copy.pendingOpens = []
         return copy
     }
 

@@ -106,6 +106,7 @@ extension ConformanceChecker {
             found.flag(nil, nil, "engine-wide scene counts disagree with the apps")
         }
         if engine.nextSequence == 0 { found.flag(nil, nil, "sequence numbers start at 1") }
+        checkRouting(of: engine, &found)
         return found.list
     }
 

@@ -124,8 +124,7 @@ public struct ConformanceChecker: Sendable {
         eventsChecked += 1
         checkStream(e, &found)
         var app = apps[e.app] ?? newApp(e.app)
-        checkChain(e, app.expect, &found)
-        app.expect = .none
+        app.expect = checkChain(e, app.expect, &found)
         checkProcessRuns(e, app.process, &found)
         if e.cause == .background && (e.name.isSceneCallback || e.name == .configurationForConnecting) {
             found.flag(.R34, "a wake changed the state of scene \(e.session.map(\.description) ?? "-")")
@@ -185,7 +184,10 @@ public struct ConformanceChecker: Sendable {
     }
 
     /// Fixed chains: what the previous event of this app demands of this one (R5, R22, R27).
-    private func checkChain(_ e: LifecycleEvent, _ expect: Expectation, _ found: inout Findings) {
+    /// Returns what is still expected after it: an Open that activates a scene hands it its
+    /// URLs and activities between willEnterForeground and didBecomeActive.
+    private func checkChain(_ e: LifecycleEvent, _ expect: Expectation, _ found: inout Findings) -> Expectation {
+        if case .becomeActive(let s) = expect, e.name.isOpen, e.session == s { return expect }
         switch expect {
         case .none:
             break
@@ -210,6 +212,7 @@ public struct ConformanceChecker: Sendable {
                 found.flag(.R34, "resumed for a wake must be followed by the wake's event, got \(e.name)")
             }
         }
+        return .none
     }
 
     /// Callbacks need a running process (R19, R21, R22, R25).
@@ -358,7 +361,12 @@ public struct ConformanceChecker: Sendable {
             found.flag(.R1, "\(e.name) for a scene that is not connected")
             return .scene(.unattached)
         }
-        if case .open(let payload) = e.detail, !payload.isEmpty {} else {
+        if case .open(let payload) = e.detail, !payload.isEmpty {
+            let urls = !payload.urlContexts.isEmpty, activities = !payload.userActivities.isEmpty
+            if e.name == .openURLContexts ? (!urls || activities) : (urls || !activities) {
+                found.flag(.stream, "\(e.name) carries \(payload.urlContexts.count) URLs and \(payload.userActivities.count) activities")
+            }
+        } else {
             found.flag(.stream, "\(e.name) without what it opens")
         }
         return .scene(s.state)

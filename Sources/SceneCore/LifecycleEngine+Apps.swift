@@ -36,6 +36,7 @@ extension LifecycleEngine {
             emit(.didDiscardSceneSessions, app: slot, session: pending.count == 1 ? pending[0] : nil,
                  state: .process(.running), cause: cause, detail: .discarded(pending), effects: &effects)
         }
+        deliverPendingOpens(slot, effects: &effects)
         refreshActivity(slot, effects: &effects)
         effects.append(.appChanged(apps.records[slot].id))
     }
@@ -133,6 +134,7 @@ extension LifecycleEngine {
         for sid in apps.records[slot].sessions.sorted() where sessions[sid]!.condition == .live {
             setSceneState(sid, .unattached)
             sessions.values[sessions.index(forKey: sid)!].condition = .archived
+            forgetConditions(sid, effects: &effects)
             archived.append(sid)
             effects.append(.sessionChanged(sid))
         }

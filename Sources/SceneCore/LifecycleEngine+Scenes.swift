@@ -34,6 +34,11 @@ extension LifecycleEngine {
         }
         try Self.checkFootprint(request.footprint)
         let slot = ensureApp(request.app, effects: &effects)
+        return connectChecked(request, slot, effects: &effects)
+    }
+
+    /// A new session for a checked request (an Open's new scene is checked when accepted).
+    mutating func connectChecked(_ request: ConnectRequest, _ slot: Int, effects: inout [Effect]) -> SessionID {
         ensureRunning(slot, cause: .request, effects: &effects)
 
         let id = SessionID(nextSessionNumber)
@@ -53,7 +58,7 @@ extension LifecycleEngine {
         emit(.configurationForConnecting, app: slot, session: id, sceneInstance: 1,
              state: .scene(.unattached), cause: .request, effects: &effects)
         emit(.willConnectTo, app: slot, session: id, sceneInstance: 1, state: .scene(.unattached),
-             cause: .request, detail: .connect(restoration: nil, reconnect: false), effects: &effects)
+             cause: .request, detail: .connect(restoration: nil, reconnect: false, open: request.open), effects: &effects)
         if request.background {
             enterBackgroundFromUnattached(id, cause: .request, effects: &effects)
         } else {
@@ -75,28 +80,45 @@ extension LifecycleEngine {
             }
             reconnect(id, effects: &effects)
         } else {
-            switch session.sceneState {
-            case .foregroundActive:
-                return
-            case .foregroundInactive:
-                // R4: back from an interruption: didBecomeActive only.
-                becomeActiveUnlessHeld(id, slot, cause: .request, effects: &effects)
-            case .background, .unattached:
-                ensureRunning(slot, cause: .request, effects: &effects)
-                enterForeground(id, cause: .request, effects: &effects)
-                becomeActiveUnlessHeld(id, slot, cause: .request, effects: &effects)
-            }
+            if session.sceneState == .foregroundActive { return }
+            bringToFront(id, slot, open: nil, effects: &effects)
         }
         refreshActivity(slot, effects: &effects)
         effects.append(.sessionChanged(id))
         effects.append(.appChanged(apps.records[slot].id))
     }
 
+    /// A connected scene to foregroundActive (unless held), as Activate does; what it is opened
+    /// with goes after willEnterForeground and before didBecomeActive.
+    mutating func bringToFront(_ id: SessionID, _ slot: Int, open: OpenPayload?, effects: inout [Effect]) {
+        switch sessions[id]!.sceneState {
+        case .foregroundActive:
+            if let open { emitOpen(id, slot, open, effects: &effects) }
+        case .foregroundInactive:
+            // R4: back from an interruption: didBecomeActive only.
+            if let open { emitOpen(id, slot, open, effects: &effects) }
+            becomeActiveUnlessHeld(id, slot, cause: .request, effects: &effects)
+        case .background, .unattached:
+            ensureRunning(slot, cause: .request, effects: &effects)
+            enterForeground(id, cause: .request, effects: &effects)
+            if let open { emitOpen(id, slot, open, effects: &effects) }
+            becomeActiveUnlessHeld(id, slot, cause: .request, effects: &effects)
+        }
+    }
+
     /// §2.7: a new scene instance for the same session; no configurationForConnecting (R10), the
-    /// saved state-restoration data in willConnectTo (R11, R26), then the foreground chain.
-    mutating func reconnect(_ id: SessionID, effects: inout [Effect]) {
+    /// saved state-restoration data in willConnectTo (R11, R26), then the foreground chain (or,
+    /// for an Open without activation, the background).
+    mutating func reconnect(_ id: SessionID, open: OpenPayload? = nil, background: Bool = false,
+                            effects: inout [Effect]) {
         let slot = Int(sessions[id]!.appSlot)
         ensureRunning(slot, cause: .request, effects: &effects)
+        if sessions[id]!.condition == .live {
+            // The launch just now delivered a stored Open that reconnected this very session.
+            if let open { emitOpen(id, slot, open, effects: &effects) }
+            if !background { bringToFront(id, slot, open: nil, effects: &effects) }
+            return
+        }
         let (instance, restoration): (UInt32, RestorationData?) = withSession(id) { s in
             s.condition = .live
             s.sceneInstance += 1
@@ -104,9 +126,13 @@ extension LifecycleEngine {
             return (s.sceneInstance, s.restoration)
         }
         emit(.willConnectTo, app: slot, session: id, sceneInstance: instance, state: .scene(.unattached),
-             cause: .request, detail: .connect(restoration: restoration, reconnect: true), effects: &effects)
-        enterForeground(id, cause: .request, effects: &effects)
-        becomeActiveUnlessHeld(id, slot, cause: .request, effects: &effects)
+             cause: .request, detail: .connect(restoration: restoration, reconnect: true, open: open), effects: &effects)
+        if background {
+            enterBackgroundFromUnattached(id, cause: .request, effects: &effects)
+        } else {
+            enterForeground(id, cause: .request, effects: &effects)
+            becomeActiveUnlessHeld(id, slot, cause: .request, effects: &effects)
+        }
     }
 
     mutating func deactivate(_ id: SessionID, effects: inout [Effect]) throws(LifecycleError) {
@@ -177,6 +203,7 @@ extension LifecycleEngine {
             s.condition = .archived
             return s.sceneInstance
         }
+        forgetConditions(id, effects: &effects)
         emit(.didDisconnect, app: slot, session: id, sceneInstance: instance,
              state: .scene(.unattached), cause: cause, effects: &effects)
     }

@@ -13,6 +13,10 @@ public struct LifecycleEngine: Sendable {
     /// Scheduled background tasks and notifications waiting for a wake (R34); stored.
     public internal(set) var schedules: [ScheduleKey: ScheduledTask] = [:]
     public internal(set) var notifications: [NotificationID: PendingNotification] = [:]
+    /// Opens waiting for their app's launch, and the connected scenes' activation conditions
+    /// (only those that differ from UIKit's defaults); both stored.
+    public internal(set) var pendingOpens: [OpenID: PendingOpen] = [:]
+    public internal(set) var activationConditions: [SessionID: ActivationConditions] = [:]
     /// The earliest `earliestBegin` of all scheduled tasks: when the daemon must next look for
     /// due ones. Kept as schedules change (see ScheduleIndex), so that reading it costs nothing.
     public internal(set) var nextScheduleDue: Timestamp?
@@ -28,6 +32,7 @@ public struct LifecycleEngine: Sendable {
     public internal(set) var nextSessionNumber: UInt64
     public internal(set) var nextTaskNumber: UInt64
     public internal(set) var nextNotificationNumber: UInt64 = 1
+    public internal(set) var nextOpenNumber: UInt64 = 1
 
     var deadlines = DeadlineQueue() { didSet { nextDeadline = deadlines.earliest?.time } }
     /// The earliest time at which a `.tick` may have something to do. May be early (a stale
@@ -68,7 +73,9 @@ public struct LifecycleEngine: Sendable {
                                               nextSessionNumber: snapshot.nextSessionNumber,
                                               nextTaskNumber: snapshot.nextTaskNumber,
                                               schedules: snapshot.schedules, notifications: snapshot.notifications,
-                                              nextNotificationNumber: snapshot.nextNotificationNumber))
+                                              nextNotificationNumber: snapshot.nextNotificationNumber,
+                                              pendingOpens: snapshot.pendingOpens, nextOpenNumber: snapshot.nextOpenNumber,
+                                              activationConditions: snapshot.activationConditions))
     }
 
     /// Rebuilds an engine from stored state. Derived data (scene counts per app, each app's
@@ -94,6 +101,7 @@ public struct LifecycleEngine: Sendable {
             app.wakes = []
             app.scheduled = []
             app.pendingNotifications = []
+            app.pendingOpens = []
             if app.process == .notRunning { app.activeModes = [] }
             _ = apps.insert(app)
         }
@@ -124,6 +132,8 @@ public struct LifecycleEngine: Sendable {
             apps.records[slot].tasks.append(task.token)
         }
         try restoreBackgroundWork(snapshot.schedules, snapshot.notifications, nextNotification: snapshot.nextNotificationNumber)
+        try restoreRouting(snapshot.pendingOpens, nextOpen: snapshot.nextOpenNumber,
+                           conditions: snapshot.activationConditions)
         for slot in apps.records.indices {
             if apps.records[slot].process != .notRunning { residentBytes &+= apps.records[slot].baseFootprint }
             // Stored while woken: the wake is gone (not stored), so the app is idle from now.
@@ -180,7 +190,9 @@ public struct LifecycleEngine: Sendable {
                        nextSessionNumber: nextSessionNumber, nextTaskNumber: nextTaskNumber,
                        schedules: schedules.values.sorted { $0.key < $1.key },
                        notifications: notifications.values.sorted { $0.id < $1.id },
-                       nextNotificationNumber: nextNotificationNumber)
+                       nextNotificationNumber: nextNotificationNumber,
+                       pendingOpens: pendingOpens.values.sorted { $0.id < $1.id }, nextOpenNumber: nextOpenNumber,
+                       activationConditions: activationConditions)
     }
 
     /// Whether an identifier names a session that existed and was discarded (R15). Identifiers
@@ -393,11 +405,18 @@ public struct EngineTables: Sendable {
     public var schedules: [ScheduledTask] = []
     public var notifications: [PendingNotification] = []
     public var nextNotificationNumber: UInt64 = 1
+    public var pendingOpens: [PendingOpen] = []
+    public var nextOpenNumber: UInt64 = 1
+    public var activationConditions: [SessionID: ActivationConditions] = [:]
 
     public init(apps: [AppRecord], sessions: SessionTable, tasks: [BackgroundTask], clock: Timestamp,
                 nextSequence: UInt64, nextSessionNumber: UInt64, nextTaskNumber: UInt64,
                 schedules: [ScheduledTask] = [], notifications: [PendingNotification] = [],
-                nextNotificationNumber: UInt64 = 1) {
+                nextNotificationNumber: UInt64 = 1, pendingOpens: [PendingOpen] = [], nextOpenNumber: UInt64 = 1,
+                activationConditions: [SessionID: ActivationConditions] = [:]) {
+        self.pendingOpens = pendingOpens
+        self.nextOpenNumber = nextOpenNumber
+        self.activationConditions = activationConditions
         self.schedules = schedules
         self.notifications = notifications
         self.nextNotificationNumber = nextNotificationNumber
@@ -423,11 +442,18 @@ public struct EngineSnapshot: Sendable, Equatable {
     public var schedules: [ScheduledTask] = []
     public var notifications: [PendingNotification] = []
     public var nextNotificationNumber: UInt64 = 1
+    public var pendingOpens: [PendingOpen] = []
+    public var nextOpenNumber: UInt64 = 1
+    public var activationConditions: [SessionID: ActivationConditions] = [:]
 
     public init(apps: [AppRecord], sessions: [SceneSession], tasks: [BackgroundTask], clock: Timestamp,
                 nextSequence: UInt64, nextSessionNumber: UInt64, nextTaskNumber: UInt64,
                 schedules: [ScheduledTask] = [], notifications: [PendingNotification] = [],
-                nextNotificationNumber: UInt64 = 1) {
+                nextNotificationNumber: UInt64 = 1, pendingOpens: [PendingOpen] = [], nextOpenNumber: UInt64 = 1,
+                activationConditions: [SessionID: ActivationConditions] = [:]) {
+        self.pendingOpens = pendingOpens
+        self.nextOpenNumber = nextOpenNumber
+        self.activationConditions = activationConditions
         self.schedules = schedules
         self.notifications = notifications
         self.nextNotificationNumber = nextNotificationNumber

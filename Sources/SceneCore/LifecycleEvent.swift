@@ -65,6 +65,8 @@ public enum EventName: UInt8, Sendable, CaseIterable, CustomStringConvertible {
         default: false
         }
     }
+    /// An Open's delivery to a connected scene.
+    public var isOpen: Bool { self == .openURLContexts || self == .continueUserActivity }
     /// State-only events carry no callback.
     public var isCallback: Bool { self != .suspended && self != .resumed && self != .terminated }
 }

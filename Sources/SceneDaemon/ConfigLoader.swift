@@ -84,6 +84,9 @@ struct ConfigLoader {
             problems[0].others = []
         }
         applied.settings.apps = loadApps(problems: &problems, warnings: &applied.warnings)
+        let routes = RouteTable.build(applied.settings.apps)
+        applied.settings.routes = routes.table
+        problems += routes.problems
         if var first = problems.first {
             first.others = Array(problems.dropFirst())
             throw first

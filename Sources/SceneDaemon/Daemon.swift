@@ -34,6 +34,8 @@ final class Daemon {
     let reclaim: ReclaimRunner
     let system: SystemEvents
     let background: BackgroundWork
+    /// The apps started because stored Opens wait for them (`stepRouting`).
+    var openLaunches = OpenLaunches()
     let socketPath: String
     /// Unlinked at exit when we bound it ourselves (never a socket-activated one).
     let ownsSocket: Bool
@@ -267,6 +269,7 @@ final class Daemon {
         measureBeforeDecision()
         evaluateReclaim()
         stepBackground()
+        stepRouting()
         startCommit()
         server.enforceGlobalLimits()
         server.flush()
@@ -434,7 +437,8 @@ final class Daemon {
     /// The system's timer: re-armed when the earliest of its deadlines moved.
     private func rearmBackgroundTimer() {
         guard let timer = timers.background else { return }
-        let due = background.nextDeadline
+        var due = background.nextDeadline
+        if let retry = openLaunches.nextRetry, due.map({ retry < $0 }) ?? true { due = retry }
         guard due != timers.backgroundDue else { return }
         timers.backgroundDue = due
         if let due { timer.reschedule(at: host.clock.monotonic(at: due)) } else { timer.disarm() }

@@ -32,6 +32,9 @@ struct DaemonSettings: Equatable, Sendable {
     var followIdle = false
     // [Background] background work: wakes, budgets, queues (R34).
     var background = BackgroundSettings()
+    // [Routing] Open's bounds; apps.d's URLSchemes= and ActivityTypes=, gathered.
+    var routing = RoutingSettings()
+    var routes = RouteTable()
     // [Lifecycle] started apps in cgroups of their own (else process groups and SIGSTOP).
     var appCgroups = true
     // [Reclaim] the grace an attached app gets to save before a reclaim disconnect (§3.5).
@@ -92,7 +95,8 @@ struct DaemonSettings: Equatable, Sendable {
                             processingBudget: TimeSpan(microseconds: background.processingBudget),
                             notificationBudget: TimeSpan(microseconds: background.notificationBudget),
                             maxScheduledTasks: background.maxScheduledTasks,
-                            maxPendingNotifications: background.maxPendingNotifications)
+                            maxPendingNotifications: background.maxPendingNotifications,
+                            maxPendingOpens: routing.maxPendingOpens)
     }
 
     var reclaimGrace: ReclaimGrace.Configuration {
@@ -164,7 +168,7 @@ struct SettingKey: Sendable {
         boolKey("System", "FollowLogin", \.followLogin),
         timeKey("System", "LockedBackgroundSec", \.lockedBackground, minimum: 0),
         boolKey("System", "FollowIdle", \.followIdle),
-    ] + BackgroundSettings.keys + [
+    ] + BackgroundSettings.keys + RoutingSettings.keys + [
         SettingKey(section: "Store", key: "Durability", apply: { s, v in
             guard let d = Durability(rawValue: v) else { return "Durability= must be full, normal or off" }
             s.durability = d

@@ -32,6 +32,7 @@ enum MessageID {
     static let systemFollow = "0d09308933694b3abc95ce9a6a48527b"
     static let systemHold = "bd9716e0b98141e8905b7fad8397d41d"
     static let backgroundWake = "8c1f4a7e25d94b0c9e3a6f5d2b71c084"
+    static let routedOpen = "a050bae4858f48c8ac36b19d8bd13b97"
 }
 
 /// One structured journal entry.

@@ -20,6 +20,8 @@ final class FakeAppDaemon: @unchecked Sendable {
     private let refuseStateOnce: Bool
     /// Messages sent as they are after the scripted events (a malformed one, say).
     private let rawTail: [String]
+    /// The reply to a method (its short name): parameters, or an error with "error" set.
+    private let replies: [String: JSONObject]
     private let attachCount = Locked(0)
     private let recorded = Locked<[Call]>([])
     /// The connections open now, and whether stop() ran. A descriptor is shut down only while
@@ -32,7 +34,9 @@ final class FakeAppDaemon: @unchecked Sendable {
     /// How many Attach calls came.
     var attaches: Int { attachCount.withLock { $0 } }
 
-    init(directory: String, events: [JSONObject], refuseStateOnce: Bool = false, rawTail: [String] = []) throws {
+    init(directory: String, events: [JSONObject], refuseStateOnce: Bool = false, rawTail: [String] = [],
+         replies: [String: JSONObject] = [:]) throws {
+        self.replies = replies
         path = directory + "/fake-scened.sock"
         self.events = events
         self.refuseStateOnce = refuseStateOnce
@@ -123,6 +127,10 @@ final class FakeAppDaemon: @unchecked Sendable {
             refused.withLock { $0 = true }
             return send(["error": "io.scened.Manager.LimitExceeded",
                          "parameters": ["limit": "MaxMessageSize", "maximum": 4096, "message": "too large"]], fd)
+        }
+        let short = String(method.split(separator: ".").last ?? "")
+        if let scripted = replies[short] {
+            return send(scripted["error"] != nil ? scripted : ["parameters": .object(scripted)], fd)
         }
         guard send(["parameters": [:]], fd) else { return false }
         if method == "io.scened.App.Detach" {

@@ -18,6 +18,11 @@ final class Recorder {
     var sessionIDs: [String] = []
     /// Each scene callback with the cause SceneClient gave for it ("willResignActive s1 lock").
     var causes: [String] = []
+    /// What each scene was opened with: "s1 URL from SOURCE" (willConnectTo's options and
+    /// openURLContexts, sorted within one callback) and "s1 activity TYPE TARGET".
+    var opened: [String] = []
+    /// When each callback started and ended (monotonic), to tell a held-up callback from a late one.
+    var spans: [(name: String, start: ContinuousClock.Instant, end: ContinuousClock.Instant)] = []
 
     func add(_ line: String) { callbacks.append(line) }
 }
@@ -70,16 +75,21 @@ final class RecordingSceneDelegate: SceneDelegate {
     var counter = 0
     /// Suspends each callback a little, so that events queue up behind a slow handler.
     let delay: Duration?
+    /// How long one callback (by its name in the Recorder's notation) is held up instead.
+    let hold: [String: Duration]
 
-    init(_ recorder: Recorder, delay: Duration? = nil) {
+    init(_ recorder: Recorder, delay: Duration? = nil, hold: [String: Duration] = [:]) {
         self.recorder = recorder
         self.delay = delay
+        self.hold = hold
     }
 
-    private func note(_ name: String, _ scene: Scene) async {
-        recorder.add("\(name) \(scene.session.persistentIdentifier)")
+    private func note(_ name: String, _ scene: Scene, _ detail: String? = nil) async {
+        let start = ContinuousClock.now
+        recorder.add("\(name) \(scene.session.persistentIdentifier)" + (detail.map { " " + $0 } ?? ""))
         recorder.causes.append("\(name) \(scene.session.persistentIdentifier) \(scene.application.lastEventCause?.rawValue ?? "-")")
-        if let delay { await mainSleep(delay) }
+        if let delay = hold[name] ?? delay { await mainSleep(delay) }
+        recorder.spans.append((name, start, ContinuousClock.now))
     }
 
     func scene(_ scene: Scene, willConnectTo session: SceneSession, options connectionOptions: SceneConnectionOptions) async {
@@ -88,7 +98,26 @@ final class RecordingSceneDelegate: SceneDelegate {
             if case .json(let object) = data, let saved = object["counter"]?.intValue { counter = Int(saved) }
         }
         recorder.reconnects[session.persistentIdentifier] = connectionOptions.isReconnect
+        record(scene, connectionOptions.urlContexts, connectionOptions.userActivities)
         await note("willConnectTo", scene)
+    }
+    func scene(_ scene: Scene, openURLContexts urlContexts: Set<OpenURLContext>) async {
+        record(scene, urlContexts, [])
+        await note("openURLContexts", scene)
+    }
+    func scene(_ scene: Scene, willContinueUserActivityWithType userActivityType: String) async {
+        await note("willContinueUserActivity", scene, userActivityType)
+    }
+    func scene(_ scene: Scene, continue userActivity: UserActivity) async {
+        record(scene, [], [userActivity])
+        await note("continue", scene, userActivity.activityType)
+    }
+    private func record(_ scene: Scene, _ urls: Set<OpenURLContext>, _ activities: Set<UserActivity>) {
+        let id = scene.session.persistentIdentifier
+        recorder.opened += urls.sorted { $0.url < $1.url }.map { "\(id) \($0.url) from \($0.options.sourceApplication ?? "-")" }
+        recorder.opened += activities.sorted { $0.activityType < $1.activityType }.map {
+            "\(id) activity \($0.activityType) \($0.targetContentIdentifier ?? "-")"
+        }
     }
     func sceneWillEnterForeground(_ scene: Scene) async { await note("willEnterForeground", scene) }
     func sceneDidBecomeActive(_ scene: Scene) async {
@@ -129,8 +158,13 @@ func expectedCallbacks(_ event: JSONValue) -> [String] {
     switch event["event"]?.stringValue ?? "" {
     case "didFinishLaunching": return ["didFinishLaunching"]
     case "configurationForConnecting": return ["configurationForConnecting \(session)"]
-    case "willConnectTo", "willEnterForeground", "didBecomeActive", "willResignActive", "didDisconnect":
+    case "willConnectTo", "willEnterForeground", "didBecomeActive", "willResignActive", "didDisconnect", "openURLContexts":
         return ["\(event["event"]!.stringValue!) \(session)"]
+    case "continueUserActivity":
+        return (event["userActivities"]?.arrayValue ?? []).flatMap { a -> [String] in
+            let type = a["activityType"]?.stringValue ?? ""
+            return ["willContinueUserActivity \(session) \(type)", "continue \(session) \(type)"]
+        }
     case "didEnterBackground": return ["didEnterBackground \(session)", "stateRestorationActivity \(session)"]
     case "didDiscardSceneSessions":
         return ["didDiscardSceneSessions " + (event["sessions"]?.arrayValue ?? []).compactMap(\.stringValue).sorted().joined(separator: ",")]
@@ -262,7 +296,7 @@ final class RunningApp {
     let logLines = Locked<[String]>([])
 
     init(app: String, socketPath: String, requestSceneAtLaunch: Bool = true, sceneDelay: Duration? = nil,
-         delegate custom: (any ApplicationDelegate)? = nil) {
+         hold: [String: Duration] = [:], delegate custom: (any ApplicationDelegate)? = nil) {
         let lines = logLines
         let recorder = recorder
         application = SceneApplication(app: app, options: .init(
@@ -273,7 +307,7 @@ final class RunningApp {
         let delegate = custom ?? RecordingAppDelegate(recorder, requestSceneAtLaunch: requestSceneAtLaunch)
         task = Task { @MainActor in
             do {
-                return .success(try await application.run(delegate: delegate) { _ in RecordingSceneDelegate(recorder, delay: sceneDelay) })
+                return .success(try await application.run(delegate: delegate) { _ in RecordingSceneDelegate(recorder, delay: sceneDelay, hold: hold) })
             } catch {
                 return .failure(RunError(text: "\(error)"))
             }

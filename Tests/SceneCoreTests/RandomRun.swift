@@ -10,6 +10,8 @@ struct Replica {
     var tasks: [TaskToken: BackgroundTask] = [:]
     var schedules: [ScheduleKey: ScheduledTask] = [:]
     var notifications: [NotificationID: PendingNotification] = [:]
+    var opens: [OpenID: PendingOpen] = [:]
+    var conditions: [SessionID: ActivationConditions] = [:]
 
     /// The persisted part of an app record (what `AppRecord`'s storage initializer takes).
     static func persisted(_ a: AppRecord) -> AppRecord {
@@ -53,10 +55,17 @@ struct Replica {
             case .notificationRemoved(let id):
                 if engine.notifications[id] != nil { return "notificationRemoved(\(id)) for one the engine still holds" }
                 notifications[id] = nil
-            case .openChanged(let id), .openRemoved(let id):
-                return "\(id): the randomized runs do not open URLs yet"
+            case .openChanged(let id):
+                guard let open = engine.pendingOpens[id] else {
+                    if effects.contains(.openRemoved(id)) { continue }
+                    return "openChanged(\(id)) for an open the engine lacks"
+                }
+                opens[id] = open
+            case .openRemoved(let id):
+                if engine.pendingOpens[id] != nil { return "openRemoved(\(id)) for an open the engine still holds" }
+                opens[id] = nil
             case .conditionsChanged(let id):
-                return "\(id): the randomized runs do not set activation conditions yet"
+                conditions[id] = engine.activationConditions[id]
             }
         }
         return nil
@@ -71,6 +80,8 @@ struct Replica {
         if tasks != engine.tasks { return "persisted tasks differ from the engine's" }
         if schedules != engine.schedules { return "persisted schedules differ from the engine's" }
         if notifications != engine.notifications { return "persisted notifications differ from the engine's" }
+        if opens != engine.pendingOpens { return "persisted opens differ from the engine's" }
+        if conditions != engine.activationConditions { return "persisted activation conditions differ from the engine's" }
         let engineApps = engine.apps.mapValues(Self.persisted)
         if apps != engineApps {
             let ids = Set(apps.keys).union(engineApps.keys).filter { apps[$0] != engineApps[$0] }
@@ -87,7 +98,9 @@ struct Replica {
                        nextTaskNumber: engine.nextTaskNumber,
                        schedules: schedules.values.sorted { $0.key < $1.key },
                        notifications: notifications.values.sorted { $0.id < $1.id },
-                       nextNotificationNumber: engine.nextNotificationNumber)
+                       nextNotificationNumber: engine.nextNotificationNumber,
+                       pendingOpens: opens.values.sorted { $0.id < $1.id }, nextOpenNumber: engine.nextOpenNumber,
+                       activationConditions: conditions)
     }
 }
 
@@ -142,7 +155,9 @@ struct RandomRun {
                 || engine.clock != probe.clock || engine.nextSequence != probe.nextSequence
                 || engine.nextSessionNumber != probe.nextSessionNumber || engine.nextTaskNumber != probe.nextTaskNumber
                 || engine.schedules != probe.schedules || engine.notifications != probe.notifications
-                || engine.nextNotificationNumber != probe.nextNotificationNumber || engine.nextScheduleDue != probe.nextScheduleDue {
+                || engine.nextNotificationNumber != probe.nextNotificationNumber || engine.nextScheduleDue != probe.nextScheduleDue
+                || engine.pendingOpens != probe.pendingOpens || engine.nextOpenNumber != probe.nextOpenNumber
+                || engine.activationConditions != probe.activationConditions {
                 return "a refused command changed the engine"
             }
         case (.refused(let expected), nil):
@@ -157,7 +172,13 @@ struct RandomRun {
             }
             switch command {
             case .connect:
-                if result != .session(SessionID(probe.nextSessionNumber)) { return "connect returned \(String(describing: result))" }
+                if result != .session(SessionID(engine.nextSessionNumber - 1)) { return "connect returned \(String(describing: result))" }
+            case .open:
+                let stored = engine.pendingOpens.count > probe.pendingOpens.count
+                if stored ? result != .open(OpenID(probe.nextOpenNumber))
+                          : result != ownEvents.last.flatMap({ $0.session }).map(CommandResult.session) {
+                    return "open returned \(String(describing: result))"
+                }
             case .beginTask:
                 if result != .task(TaskToken(probe.nextTaskNumber)) { return "beginTask returned \(String(describing: result))" }
             case .queueNotification:
@@ -245,7 +266,7 @@ struct RandomRun {
         func scene(_ id: SessionID) -> String { after.sessions[id].map { "\($0.condition) \($0.sceneState)" } ?? "gone" }
         switch command {
         case .connect(let r):
-            let id = SessionID(before.nextSessionNumber)
+            let id = SessionID(after.nextSessionNumber - 1)
             let held = before.holds.hold(for: r.app).level != .none
             let want: SceneActivationState = r.background ? .background : held ? .foregroundInactive : .foregroundActive
             guard let s = after.sessions[id], s.condition == .live, s.sceneState == want, s.app == r.app,
@@ -293,7 +314,9 @@ struct RandomRun {
         case .activate(let id), .deactivate(let id), .background(let id), .disconnect(let id, _), .discard(let id, _): own = id
         default: own = nil
         }
-        if own != nil {
+        // Stored Opens delivered at a launch move their scenes too.
+        let delivered = before.pendingOpens.count > after.pendingOpens.count
+        if own != nil && !delivered {
             for (id, s) in before.sessions where id != own {
                 guard let t = after.sessions[id] else { return "\(command) removed \(id)" }
                 if t.sceneState != s.sceneState || t.condition != s.condition { return "\(command) moved another scene, \(id)" }
@@ -320,6 +343,10 @@ struct CommandGenerator {
     /// so the restore tests that replay a restored engine against the original keep it off).
     var backgroundWork = false
     var backgroundPercent = 10
+    /// Also draw routing (Open, activation conditions). Off, the draws are those of the
+    /// generator before routing existed.
+    var routing = false
+    var routingPercent = 12
 
     init(seed: UInt64, appCount: Int) {
         rng = SplitMix64(seed: seed)
@@ -388,6 +415,7 @@ struct CommandGenerator {
         let time = rng.chance(1) ? now - .seconds(1) : now
         if systemEvents && rng.chance(10) { return (systemCommand(engine), time) }
         if backgroundWork && rng.chance(backgroundPercent) { return (backgroundCommand(engine), time) }
+        if routing && rng.chance(routingPercent) { return (routingCommand(engine), time) }
         let crowded = open.count > 40
         let roll = rng.below(crowded ? 110 : 100)
         let command: Command

@@ -120,13 +120,15 @@ import Testing
 
     /// Runs `steps` random commands; returns the run for coverage checks, or records the failure.
     static func run(seed: UInt64, steps: Int, appCount: Int, configuration: EngineConfiguration,
-                    systemEvents: Bool = false, backgroundPercent: Int = 10,
+                    systemEvents: Bool = false, backgroundPercent: Int = 10, routingPercent: Int = 4,
                     sourceLocation: SourceLocation = #_sourceLocation) -> RandomRun? {
         var run = RandomRun(configuration: configuration)
         var generator = CommandGenerator(seed: seed, appCount: appCount)
         generator.systemEvents = systemEvents
         generator.backgroundWork = backgroundPercent > 0
         generator.backgroundPercent = backgroundPercent
+        generator.routing = routingPercent > 0
+        generator.routingPercent = routingPercent
         var entries: [Entry] = []
         entries.reserveCapacity(steps)
         for step in 0..<steps {

@@ -269,7 +269,7 @@ struct JournalEntriesTests {
             MessageID.reclaimAction, MessageID.pressureChanged, MessageID.pressureUnrelievable, MessageID.daemonReady,
             MessageID.daemonStopped, MessageID.configurationReload, MessageID.storageFailure, MessageID.clientLimit,
             MessageID.permissionDenied, MessageID.appAttachment, MessageID.appDeadlineMissed, MessageID.appProcess, MessageID.rowQuarantined, MessageID.logDamaged, MessageID.logRecovered,
-            MessageID.systemStop, MessageID.systemFollow, MessageID.systemHold, MessageID.backgroundWake,
+            MessageID.systemStop, MessageID.systemFollow, MessageID.systemHold, MessageID.backgroundWake, MessageID.routedOpen,
         ]
         #expect(declared.map(\.value) == listed, "update the list here when MessageID gains a value")
         for (name, id) in declared {

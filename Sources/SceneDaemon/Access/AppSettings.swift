@@ -18,6 +18,11 @@ struct AppSettings: Equatable, Sendable {
     var backgroundModes: BackgroundModes = []
     /// `[Launch]`: how scened starts the app itself, if it does.
     var launch = LaunchSettings()
+    /// `URLSchemes=` (lowercased) and `ActivityTypes=`: what Open routes to the app.
+    var urlSchemes: [String] = []
+    var activityTypes: [String] = []
+    /// Where each was declared (`RouteTable.originKey`), for the error when two apps claim one.
+    var routeOrigins: [String: RouteTable.Origin] = [:]
 
     var owner: AccessPolicy.AppOwner { AccessPolicy.AppOwner(uid: uid, gid: gid) }
 }
@@ -62,7 +67,7 @@ struct AppSettingKey: Sendable {
             }
             return nil
         }, show: { $0.backgroundModes.description }),
-    ] + launchKeys
+    ] + routeKeys + launchKeys
 
     static func find(section: String, key: String) -> AppSettingKey? {
         all.first { $0.section == section && $0.key == key }

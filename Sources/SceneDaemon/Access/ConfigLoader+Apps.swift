@@ -50,6 +50,8 @@ extension ConfigLoader {
                     }
                     if let message = key.apply(&settings, a.value) {
                         problems.append(ConfigError(path: path, line: a.line, message: message))
+                    } else if a.section == "App" {
+                        settings.noteRouteOrigins(key: a.key, value: a.value, path: path, line: a.line)
                     }
                 }
             }

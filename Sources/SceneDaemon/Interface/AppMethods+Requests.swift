@@ -15,18 +15,26 @@ extension MethodDispatcher {
         }
     }
 
+    /// With a url or activity (UIKit's userActivity argument): a connected scene gets it once
+    /// active (an Open to that session), a new or reconnected one in willConnectTo.
     func requestActivation(_ c: MethodCall) throws(VarlinkError) {
         let app = try c.p.app()
         try checkStartedAppCaller(c, app)
+        let payload = try activationPayload(c, app)
         let id: SessionID
         if let existing = try ownSession(c, app) {
-            _ = try run(.activate(existing))
+            let running = (host.engine.apps[app]?.process ?? .notRunning) != .notRunning
+            // The Open activates (reconnecting an archived scene) and delivers; an app not
+            // running is launched by the activation first, or the Open would be stored.
+            if payload == nil || !running { _ = try run(.activate(existing)) }
+            if let payload { _ = try deliverOpen(OpenRequest(app: app, session: existing, payload: payload.payload), payload.route) }
             id = existing
         } else {
             var request = ConnectRequest(app: app)
             if let role = try c.p.enumValue("role", SessionRole.init(name:)) { request.role = role }
             if let name = c.p.string("configuration") { request.configurationName = name }
             if let info = try c.p.objectText("userInfo") { request.userInfo = UserInfo(json: try checkedUserInfo(info)) }
+            request.open = payload?.payload
             try checkSessionQuota(app)
             let (result, _) = try run(.connect(request))
             guard case .session(let new) = result else { return }

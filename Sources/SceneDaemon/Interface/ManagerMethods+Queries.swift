@@ -25,7 +25,8 @@ extension MethodDispatcher {
             for id in engine.apps.keys.sorted() {
                 w.app(engine.apps[id]!, engine: engine, attachedPid: self.apps.attachments.attachment(of: id)?.pid,
                       started: self.apps.startedProcess(id), follows: self.followedUser(id),
-                      declaredModes: self.apps.appSettings[id]?.backgroundModes ?? [])
+                      declaredModes: self.apps.appSettings[id]?.backgroundModes ?? [],
+                      routes: self.declaredRoutes(id))
             }
             w.endArray()
         }

@@ -25,7 +25,8 @@ extension MethodDispatcher {
     /// for) and the end of an interruption.
     func refuseWhileStopping(_ method: ManagerMethod, isApp: Bool) throws(VarlinkError) {
         if isApp || method.name == "EndInterruption" { return }
-        if case .anyone = method.access { return }
+        // Open is .anyone only because its handler decides who: it changes scenes.
+        if case .anyone = method.access, method.name != "Open" { return }
         var p = JSONObject()
         p["message"] = .string("scened is stopping: \(method.name) is refused until it is started again")
         throw VarlinkError(name: ManagerInterface.name + ".Stopping", parameters: p)

@@ -67,6 +67,10 @@ enum ManagerMethods {
         ManagerMethod(name: "ListBackgroundWork", access: .anyone, handler: MethodDispatcher.listBackgroundWork),
         // Administrators and the app's NotifyGroup=: the handler decides (AccessPolicy.mayNotify).
         ManagerMethod(name: "Notify", access: .anyone, handler: MethodDispatcher.notify),
+        // The target app's owner and administrators: the handler decides once it has routed
+        // the URL or activity to its app.
+        ManagerMethod(name: "Open", access: .anyone, handler: MethodDispatcher.open),
+        ManagerMethod(name: "ListRoutes", access: .anyone, handler: MethodDispatcher.listRoutes),
         // Monitor's history as a trace: nothing in it that Monitor and ListSessions withhold.
         ManagerMethod(name: "ExportTrace", access: .anyone, handler: MethodDispatcher.exportTrace),
         // The daemon as a whole: administrators.

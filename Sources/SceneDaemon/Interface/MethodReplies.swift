@@ -100,7 +100,8 @@ extension MethodDispatcher {
                 w.key("app")
                 w.app(a, engine: engine, attachedPid: self.apps.attachments.attachment(of: app)?.pid,
                       started: self.apps.startedProcess(app), follows: self.followedUser(app),
-                      declaredModes: self.apps.appSettings[app]?.backgroundModes ?? [])
+                      declaredModes: self.apps.appSettings[app]?.backgroundModes ?? [],
+                      routes: self.declaredRoutes(app))
             }
         }
     }

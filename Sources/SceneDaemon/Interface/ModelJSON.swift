@@ -80,7 +80,8 @@ extension JSONWriter {
 
     /// `attachedPid`: the process attached as the app through io.scened.App, if any.
     mutating func app(_ a: AppRecord, engine: LifecycleEngine, attachedPid: Int32? = nil,
-                      started: (pid: Int32, frozen: Bool)? = nil, follows: String, declaredModes: BackgroundModes = []) {
+                      started: (pid: Int32, frozen: Bool)? = nil, follows: String, declaredModes: BackgroundModes = [],
+                      routes: (schemes: [String], types: [String]) = ([], [])) {
         beginObject()
         field("id", a.id)
         field("process", static: a.process.staticName)
@@ -113,7 +114,17 @@ extension JSONWriter {
         field("hold", hold.level.description)
         if hold.level != .none { field("holdCause", static: hold.cause.staticName) }
         appBackground(a, declared: declaredModes)
+        stringList("urlSchemes", routes.schemes)
+        stringList("activityTypes", routes.types)
+        field("pendingOpens", UInt64(a.pendingOpens.count))
         endObject()
+    }
+
+    mutating func stringList(_ name: StaticString, _ list: [String]) {
+        key(static: name)
+        beginArray()
+        for item in list { string(item) }
+        endArray()
     }
 
     /// `withholdRestoration`: for a caller who may not see the app's private data, the

@@ -249,13 +249,13 @@ struct EncodedBatch {
         self.events = events
     }
 
-    /// The encoding of event `i` for `conn`: only a willConnectTo carrying restoration data
-    /// reads differently for a caller who may not see it.
+    /// The encoding of event `i` for `conn`: only an event carrying the app's data (restoration
+    /// data, a URL or an activity) reads differently for a caller who may not see it.
     mutating func bytes(_ i: Int, for conn: ClientConnection, _ policy: AccessPolicy) -> [UInt8] {
         if encoded.isEmpty { encoded = Array(repeating: nil, count: events.count * 2) }
         let e = events[i]
         var withhold = false
-        if case .connect(let restoration, _, _) = e.detail, restoration != nil {
+        if Self.carriesPrivateData(e) {
             withhold = !policy.maySeePrivateData(conn.peer.identity, app: e.app)
         }
         let k = 2 * i + (withhold ? 1 : 0)
@@ -265,6 +265,14 @@ struct EncodedBatch {
         return made
     }
 
+    static func carriesPrivateData(_ e: LifecycleEvent) -> Bool {
+        switch e.detail {
+        case .connect(let restoration, _, let open): restoration != nil || open != nil
+        case .open: true
+        default: false
+        }
+    }
+
     /// Every event as most see it, for monitors without a filter that are behind: their share
     /// of a batch is the whole batch, unless it has restoration data someone may not see.
     mutating func whole(for conn: ClientConnection, _ policy: AccessPolicy) -> Int? {
@@ -272,7 +280,7 @@ struct EncodedBatch {
         wholeKnown = true
         var total = 0
         for i in events.indices {
-            if case .connect(let restoration, _, _) = events[i].detail, restoration != nil { return nil }
+            if Self.carriesPrivateData(events[i]) { return nil }
             total += bytes(i, for: conn, policy).count
         }
         wholeSize = total

@@ -1,5 +1,6 @@
 import Glibc
 import ScenedTestSupport
+import Varlink
 
 /// Two users made for a test (useradd), removed at its end: one in a group of its own making,
 /// one outside it; and Varlink calls made as either (setpriv), to test who may call what.
@@ -32,6 +33,28 @@ final class TestUsers {
     private static func check(_ arguments: [String]) throws {
         let done = try run(arguments, timeout: 30)
         guard done.status == 0 else { throw TestFailure(done.summary) }
+    }
+
+    /// Any call made by `user` (with its groups) on a connection of its own; the reply's text.
+    func call(as user: String, socket: String, _ method: String, _ parameters: JSONObject) throws -> String {
+        let script = """
+            import json, socket, sys
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(sys.argv[1])
+            s.sendall(json.dumps({"method": sys.argv[2], "parameters": json.loads(sys.argv[3])}).encode() + b"\\0")
+            reply = b""
+            while not reply.endswith(b"\\0"):
+                data = s.recv(65536)
+                if not data:
+                    break
+                reply += data
+            print(reply.rstrip(b"\\0").decode())
+            """
+        let text = String(decoding: JSONValue.object(parameters).serialized(), as: UTF8.self)
+        let done = try run(["/usr/bin/setpriv", "--reuid=\(user)", "--regid=\(user)", "--init-groups",
+                            "/usr/bin/python3", "-c", script, socket, method, text], timeout: 30)
+        guard done.status == 0 else { throw TestFailure(done.summary) }
+        return done.stdout
     }
 
     /// io.scened.Manager.Notify made by `user` (with its groups); the reply's text.

@@ -1,0 +1,66 @@
+import Foundation
+import SceneClient
+
+/// What a `notes:` URL asks for (the app's `[App] URLSchemes=notes`):
+///   notes:new?text=TEXT   a new note, in a new scene (no scene takes it: see `conditions`)
+///   notes:open?id=SESSION the note of that session, in its scene if it is connected
+enum NotesURL: Equatable {
+    case new(text: String)
+    case open(id: String)
+    case unknown
+
+    init(_ url: String) {
+        guard let parts = URLComponents(string: url), parts.scheme?.lowercased() == "notes" else {
+            self = .unknown
+            return
+        }
+        // notes:new and notes://new both name the verb.
+        let verb = parts.host ?? parts.path
+        let query = parts.queryItems ?? []
+        func value(_ name: String) -> String? { query.first(where: { $0.name == name })?.value }
+        switch verb {
+        case "new": self = .new(text: value("text") ?? "")
+        case "open": self = value("id").map { .open(id: $0) } ?? .unknown
+        default: self = .unknown
+        }
+    }
+
+    /// A scene takes only the Opens of its own note, and prefers them: every notes:new gets a
+    /// new scene, a notes:open the scene of that note.
+    static func conditions(for session: SceneSession) -> SceneActivationConditions {
+        let own = ["notes:open?id=\(session.persistentIdentifier)", "notes:open?id=\(session.persistentIdentifier)&*"]
+        return SceneActivationConditions(canActivateFor: own, prefersToActivateFor: own)
+    }
+}
+
+extension NotesSceneDelegate {
+    /// A URL this scene was opened with (willConnectTo, `isNew`) or got while connected.
+    func open(_ context: OpenURLContext, in scene: Scene, isNew: Bool) async {
+        let session = scene.session
+        switch NotesURL(context.url) {
+        case .new(let text):
+            state.text = text
+            say("note \(session): \"\(text)\"")
+            _ = await save(scene)
+        case .open(let id) where id == session.persistentIdentifier:
+            say("showing note \(session): \"\(state.text)\"")
+        case .open(let id):
+            // The note's scene is not connected: bring its session back (its saved note comes
+            // with it); a scene made only for this URL has nothing else to show and goes.
+            say("note \(id) is not connected here: reconnecting it")
+            do {
+                try await scene.application.requestSceneSessionActivation(persistentIdentifier: id)
+                if isNew { try await scene.application.requestSceneSessionDestruction(session) }
+            } catch {
+                say("cannot open note \(id): \(error)")
+            }
+        case .unknown:
+            say("cannot open \(context.url): not a notes:new or notes:open URL")
+        }
+    }
+
+    /// The URLs of one callback in a stable order (UIKit hands a Set).
+    static func sorted(_ contexts: Set<OpenURLContext>) -> [OpenURLContext] {
+        contexts.sorted { $0.url < $1.url }
+    }
+}

@@ -1,0 +1,56 @@
+import SceneCore
+import SceneInterface
+import Varlink
+
+/// What an app may ask of routing: open another app's URL or activity, and say which of its
+/// scenes take what (UISceneActivationConditions).
+extension MethodDispatcher {
+    /// io.scened.App.Open: the caller acts as `app` (as for every App request) and must also
+    /// be allowed on the target (its owner's rights apply); the target sees `app` as the
+    /// URL's sourceApplication.
+    func appOpen(_ c: MethodCall) throws(VarlinkError) {
+        let app = try c.p.app()
+        try checkStartedAppCaller(c, app)
+        let input = try OpenInput.parse(c.p, source: app, settings.routing)
+        let target = try routedApp(input.route)
+        guard policy.mayActAs(c.caller, app: target) else {
+            throw refusal(c.caller, c.call.method, "Open to \(target) is for its owner and administrators", app: target)
+        }
+        let request = OpenRequest(app: target, payload: input.payload, activate: c.p.bool("activate") ?? true)
+        let (result, _) = try deliverOpen(request, input.route)
+        reply(c) { w in
+            w.field("target", target)
+            Self.openResult(result, &w)
+        }
+    }
+
+    func setActivationConditions(_ c: MethodCall) throws(VarlinkError) {
+        let app = try c.p.app()
+        try checkStartedAppCaller(c, app)
+        guard let id = try ownSession(c, app) else { throw .invalidParameter("session") }
+        let can = try patterns(c.p, "canActivateFor")
+        let prefers = try patterns(c.p, "prefersToActivateFor")
+        let conditions = can == nil && prefers == nil
+            ? nil : ActivationConditions(canActivateFor: can, prefersToActivateFor: prefers ?? [])
+        _ = try run(.setActivationConditions(id, conditions))
+        reply(c) { _ in }
+    }
+
+    private func patterns(_ p: CallParameters, _ name: String) throws(VarlinkError) -> [String]? {
+        guard p.has(name) else { return nil }
+        guard case .array(let list)? = p.object[name] else { throw .invalidParameter(name) }
+        var out: [String] = []
+        out.reserveCapacity(list.count)
+        for item in list {
+            guard let text = item.stringValue else { throw .invalidParameter(name) }
+            out.append(text)
+        }
+        return out
+    }
+
+    /// RequestSceneSessionActivation's `url` or `activity` (at most one), from the app itself.
+    func activationPayload(_ c: MethodCall, _ app: AppID) throws(VarlinkError) -> OpenInput? {
+        guard c.p.has("url") || c.p.has("activity") else { return nil }
+        return try OpenInput.parse(c.p, source: app, settings.routing)
+    }
+}
