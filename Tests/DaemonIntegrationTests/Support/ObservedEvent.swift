@@ -111,7 +111,10 @@ struct ObservedEvent: CustomStringConvertible {
         switch name {
         case .willConnectTo:
             guard let reconnect = object["reconnect"]?.boolValue else { throw fail("reconnect") }
-            detail = .connect(restoration: try Self.restoration(object["restoration"]), reconnect: reconnect)
+            detail = .connect(restoration: try Self.restoration(object["restoration"]), reconnect: reconnect, open: try openPayload())
+        case .openURLContexts, .continueUserActivity:
+            guard let payload = try openPayload() else { throw fail("urlContexts or userActivities") }
+            detail = .open(payload)
         case .didDiscardSceneSessions:
             detail = .discarded(try Self.sessions(object["sessions"]))
         case .performBackgroundTask, .didReceiveNotification:
@@ -130,6 +133,24 @@ struct ObservedEvent: CustomStringConvertible {
         return LifecycleEvent(seq: UInt64(seqValue), time: Timestamp(microseconds: time), name: name, app: app,
                               session: session, sceneInstance: scene, state: state, appState: appState, cause: cause,
                               detail: detail)
+    }
+
+    /// What an event opens a scene with (issue 37): its urlContexts and userActivities, nil
+    /// when it has neither.
+    private func openPayload() throws -> OpenPayload? {
+        let urls = try (object["urlContexts"]?.arrayValue ?? []).map { c throws -> URLContext in
+            guard let url = c["url"]?.stringValue else { throw TestFailure("a urlContext without url: \(object)") }
+            return URLContext(url: url, sourceApplication: c["sourceApplication"]?.stringValue.flatMap(AppID.init))
+        }
+        let activities = try (object["userActivities"]?.arrayValue ?? []).map { a throws -> UserActivity in
+            guard let type = a["activityType"]?.stringValue else { throw TestFailure("an activity without its type: \(object)") }
+            return UserActivity(activityType: type, title: a["title"]?.stringValue,
+                                userInfo: a["userInfo"].flatMap { $0.isNull ? nil : $0.serializedString() },
+                                targetContentIdentifier: a["targetContentIdentifier"]?.stringValue,
+                                webpageURL: a["webpageURL"]?.stringValue)
+        }
+        let payload = OpenPayload(urlContexts: urls, userActivities: activities)
+        return payload.isEmpty ? nil : payload
     }
 
     /// The detail of a wake's event (R34): its kind, task identifier or notification id,
