@@ -45,6 +45,13 @@ extension LifecycleEngine {
     mutating func resumeIfSuspended(_ slot: Int, cause: EventCause, effects: inout [Effect]) {
         guard apps.records[slot].process == .suspended else { return }
         apps.records[slot].process = .running
+        // Sleep suspends an app with its tasks (R31), ending its stay in the background: the
+        // resumed app starts a new one, whose budget and warning (R24) its tasks get anew,
+        // rather than being killed at once for a grace it spent frozen.
+        for token in apps.records[slot].tasks where tasks[token]!.expirationSentAt != nil {
+            tasks[token]!.expirationSentAt = nil
+            effects.append(.taskChanged(token))
+        }
         emit(.resumed, app: slot, state: .process(.running), cause: cause, effects: &effects)
         refreshActivity(slot, effects: &effects)
         effects.append(.appChanged(apps.records[slot].id))

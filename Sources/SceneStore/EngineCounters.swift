@@ -10,9 +10,12 @@ public struct EngineCounters: Sendable, Equatable {
     public var nextTaskNumber: UInt64
     /// The number the next queued notification gets ("n…").
     public var nextNotificationNumber: UInt64
+    /// The number the next stored Open gets ("o…").
+    public var nextOpenNumber: UInt64
 
     public init(clock: Timestamp, nextSequence: UInt64, nextSessionNumber: UInt64, nextTaskNumber: UInt64,
-                nextNotificationNumber: UInt64 = 1) {
+                nextNotificationNumber: UInt64 = 1, nextOpenNumber: UInt64 = 1) {
+        self.nextOpenNumber = nextOpenNumber
         self.clock = clock
         self.nextSequence = nextSequence
         self.nextSessionNumber = nextSessionNumber
@@ -23,7 +26,8 @@ public struct EngineCounters: Sendable, Equatable {
     /// The engine's current marks.
     public init(_ engine: LifecycleEngine) {
         self.init(clock: engine.clock, nextSequence: engine.nextSequence, nextSessionNumber: engine.nextSessionNumber,
-                  nextTaskNumber: engine.nextTaskNumber, nextNotificationNumber: engine.nextNotificationNumber)
+                  nextTaskNumber: engine.nextTaskNumber, nextNotificationNumber: engine.nextNotificationNumber,
+                  nextOpenNumber: engine.nextOpenNumber)
     }
 
     /// Nothing yet: what a new database holds.

@@ -7,7 +7,8 @@ import SceneCore
 /// not loaded, and never sent to a client.
 public struct QuarantinedRow: Sendable, Equatable, CustomStringConvertible {
     public enum Table: String, Sendable, CaseIterable {
-        case apps, configurations, sessions, tasks, schedules, notifications, events
+        case apps, configurations, sessions, tasks, schedules, notifications, events, opens
+        case activationConditions = "activation_conditions"
     }
 
     public var table: Table
@@ -36,6 +37,8 @@ public struct QuarantinedRow: Sendable, Equatable, CustomStringConvertible {
         case .tasks: key > 0 ? "task t\(key)" : "tasks row \(key)"
         case .notifications: key > 0 ? "notification n\(key)" : "notifications row \(key)"
         case .events: "event #\(key)"
+        case .opens: key > 0 ? "open o\(key)" : "opens row \(key)"
+        case .activationConditions: key > 0 ? "activation conditions of s\(key)" : "activation_conditions row \(key)"
         case .apps, .configurations, .schedules: "\(table.rawValue) row \(key)"
         }
     }

@@ -44,6 +44,26 @@ enum RoutingCoding {
         return out
     }
 
+    /// An activation-condition pattern list as a blob: a count, then each pattern.
+    static func patterns(_ list: [String]) -> [UInt8] {
+        var w = ByteWriter()
+        w.varint(UInt64(list.count))
+        for p in list { w.string(p) }
+        return w.bytes
+    }
+
+    static func patterns(_ blob: UnsafeRawBufferPointer) throws(ByteReader.Malformed) -> [String] {
+        var r = ByteReader(blob)
+        var list: [String] = []
+        for _ in 0..<(try count(&r)) {
+            let p = try r.string()
+            guard !p.isEmpty else { throw .init() }
+            list.append(p)
+        }
+        guard r.isAtEnd else { throw .init() }
+        return list
+    }
+
     /// A count of items, each at least one byte: more than what is left is damage.
     private static func count(_ r: inout ByteReader) throws(ByteReader.Malformed) -> Int {
         let n = try r.varint()

@@ -18,6 +18,7 @@ extension SceneStore {
             sessionFloor = max(sessionFloor, written.nextSessionNumber)
             taskFloor = max(taskFloor, written.nextTaskNumber)
             notificationFloor = max(notificationFloor, written.nextNotificationNumber)
+            openFloor = max(openFloor, written.nextOpenNumber)
             if let range {
                 if loggedOldest == nil { loggedOldest = range.lowerBound }
                 loggedNewest = max(loggedNewest ?? 0, range.upperBound)
@@ -51,6 +52,7 @@ extension SceneStore {
         try writeTasks(batch, db, st, &next)
         try writeSchedules(batch, db, st)
         try writeNotifications(batch, db, st, &next)
+        try writeRouting(batch, db, st, &next)
         let logged = try logEvents(batch.events, db, st, &next)
         try checkAllocations(next)
         let c = st.updateCounters
@@ -59,6 +61,7 @@ extension SceneStore {
         c.bind(3, next.nextSessionNumber)
         c.bind(4, next.nextTaskNumber)
         c.bind(5, next.nextNotificationNumber)
+        c.bind(6, next.nextOpenNumber)
         try run(c, db, "writing the counters")
         guard sqlite3_changes(db.handle) == 1 else { throw corrupt("the counters row is missing") }
         if let logged { try trimIfDue(logged, db, st) }
@@ -158,7 +161,8 @@ extension SceneStore {
                      ("task tokens", counters.nextTaskNumber, taskFloor, Tuning.maxTaskTokensPerCommit),
                      ("sequence numbers", counters.nextSequence, sequenceFloor, Tuning.maxAllocationsPerCommit),
                      ("notification ids", counters.nextNotificationNumber, notificationFloor,
-                      Tuning.maxNotificationsPerCommit)]
+                      Tuning.maxNotificationsPerCommit),
+                     ("open ids", counters.nextOpenNumber, openFloor, Tuning.maxOpensPerCommit)]
         for (kind, next, floor, cap) in marks
         where next > floor && next - floor > cap || next >= Tuning.storedNumberLimit {
             throw StoreError(kind: .constraint, path: path,

@@ -16,6 +16,9 @@ extension SceneStore {
         snapshot.schedules = tables.schedules
         snapshot.notifications = tables.notifications
         snapshot.nextNotificationNumber = tables.nextNotificationNumber
+        snapshot.pendingOpens = tables.pendingOpens
+        snapshot.nextOpenNumber = tables.nextOpenNumber
+        snapshot.activationConditions = tables.activationConditions
         return StoredState(snapshot: snapshot, quarantined: quarantined, recordingFailure: recordingFailure)
     }
 
@@ -47,6 +50,7 @@ extension SceneStore {
         var quarantined = dictionaryQuarantine
         var loaded: (apps: [AppRecord], sessions: SessionTable, tasks: [BackgroundTask], counters: EngineCounters)
         var work: (schedules: [ScheduledTask], notifications: [PendingNotification]) = ([], [])
+        var routing: (opens: [PendingOpen], conditions: [SessionID: ActivationConditions]) = ([], [:])
         // IMMEDIATE: the write lock, held to the end, keeps any commit out while a second
         // connection reads part of the sessions (see loadSessions); nothing is written.
         try db.execute("BEGIN IMMEDIATE", "starting to load")
@@ -59,13 +63,16 @@ extension SceneStore {
             let tasks = try loadTasks(db, sessions: sessions, quarantinedApps: quarantinedApps, &quarantined, &floors)
             work = (try loadSchedules(db, quarantinedApps: quarantinedApps, &quarantined),
                     try loadNotifications(db, quarantinedApps: quarantinedApps, &quarantined, floor: &floors.notification))
+            routing = (try loadOpens(db, quarantinedApps: quarantinedApps, &quarantined, floor: &floors.open),
+                       try loadConditions(db, &quarantined))
             let stored = try readCounters(db)
             loaded = (apps, sessions, tasks,
                       EngineCounters(clock: stored.clock,
                                      nextSequence: max(stored.nextSequence, (loggedNewest ?? 0) &+ 1),
                                      nextSessionNumber: max(stored.nextSessionNumber, floors.session),
                                      nextTaskNumber: max(stored.nextTaskNumber, floors.task),
-                                     nextNotificationNumber: max(stored.nextNotificationNumber, floors.notification)))
+                                     nextNotificationNumber: max(stored.nextNotificationNumber, floors.notification),
+                                     nextOpenNumber: max(stored.nextOpenNumber, floors.open)))
             try db.execute("COMMIT", "finishing the load")
         } catch {
             try? db.execute("ROLLBACK", "finishing the load")
@@ -81,12 +88,16 @@ extension SceneStore {
         sessionFloor = max(sessionFloor, c.nextSessionNumber)
         taskFloor = max(taskFloor, c.nextTaskNumber)
         notificationFloor = max(notificationFloor, c.nextNotificationNumber)
+        openFloor = max(openFloor, c.nextOpenNumber)
         var tables = EngineTables(apps: loaded.apps, sessions: loaded.sessions, tasks: loaded.tasks, clock: c.clock,
                                   nextSequence: c.nextSequence, nextSessionNumber: c.nextSessionNumber,
                                   nextTaskNumber: c.nextTaskNumber)
         tables.schedules = work.schedules
         tables.notifications = work.notifications
         tables.nextNotificationNumber = c.nextNotificationNumber
+        tables.pendingOpens = routing.opens
+        tables.nextOpenNumber = c.nextOpenNumber
+        tables.activationConditions = routing.conditions
         loaded.sessions = SessionTable()  // `tables` holds the only reference: the engine adopts it without a copy
         return (tables, quarantined, recordingFailure)
     }
@@ -100,6 +111,7 @@ extension SceneStore {
         var session: UInt64 = 1
         var task: UInt64 = 1
         var notification: UInt64 = 1
+        var open: UInt64 = 1
 
         mutating func session(_ value: Int64) {
             if RowCheck.isStoredNumber(value) { session = max(session, UInt64(value) + 1) }

@@ -75,7 +75,8 @@ extension SceneStore {
                     next_session = max(next_session, coalesce((SELECT max(id) FROM sessions WHERE id < ?3), 0) + 1) + ?1,
                     next_task = max(next_task, coalesce((SELECT max(token) FROM tasks WHERE token < ?3), 0) + 1) + ?2,
                     next_notification = max(next_notification,
-                                            coalesce((SELECT max(id) FROM notifications WHERE id < ?3), 0) + 1) + ?4
+                                            coalesce((SELECT max(id) FROM notifications WHERE id < ?3), 0) + 1) + ?4,
+                    next_open = max(next_open, coalesce((SELECT max(id) FROM opens WHERE id < ?3), 0) + 1) + ?4
                 WHERE id = 1
                 """, persistent: false, "raising the counters past the lost transactions")
             defer { raise.finalize() }

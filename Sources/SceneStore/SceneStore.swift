@@ -44,6 +44,7 @@ public final class SceneStore {
     var sessionFloor: UInt64 = 1
     var taskFloor: UInt64 = 1
     var notificationFloor: UInt64 = 1
+    var openFloor: UInt64 = 1
 
     /// How many id ranges the last load read the sessions in, each on its own thread (tests).
     var lastLoadRanges = 0
@@ -118,6 +119,7 @@ public final class SceneStore {
             sessionFloor = counters.nextSessionNumber
             taskFloor = counters.nextTaskNumber
             notificationFloor = counters.nextNotificationNumber
+            openFloor = counters.nextOpenNumber
         } catch {
             close()
             throw error
@@ -173,7 +175,8 @@ public final class SceneStore {
     /// read here, and all of it read by load(), with cell_size_check on so each page is checked
     /// as it comes in. `integrityCheck()` is the full check, for operators.
     private func checkOnOpen(_ db: SQLiteConnection) throws(StoreError) {
-        for table in ["counters", "apps", "configurations", "tasks", "schedules", "notifications", "events"] {
+        for table in ["counters", "apps", "configurations", "tasks", "schedules", "notifications", "events", "opens",
+                      "activation_conditions"] {
             let result = try db.texts("PRAGMA quick_check(\(table))", "checking table \(table)")
             guard result == ["ok"] else {
                 throw StoreError(kind: .corrupt, path: path,
@@ -280,7 +283,7 @@ public final class SceneStore {
     /// a damaged one refuses the open.
     func readCounters(_ db: SQLiteConnection) throws(StoreError) -> EngineCounters {
         let c = try db.prepare("""
-            SELECT clock, next_sequence, next_session, next_task, next_notification FROM counters WHERE id = 1
+            SELECT clock, next_sequence, next_session, next_task, next_notification, next_open FROM counters WHERE id = 1
             """, persistent: false, "reading the counters")
         defer { c.finalize() }
         let rc = c.step()
@@ -295,10 +298,11 @@ public final class SceneStore {
             return UInt64(bitPattern: v)
         }
         let values = [counter(1, "next_sequence", &check), counter(2, "next_session", &check),
-                      counter(3, "next_task", &check), counter(4, "next_notification", &check)]
+                      counter(3, "next_task", &check), counter(4, "next_notification", &check),
+                      counter(5, "next_open", &check)]
         if let problem = check.problem { throw corrupt("the counters row is damaged: \(problem)") }
         return EngineCounters(clock: clock, nextSequence: values[0], nextSessionNumber: values[1], nextTaskNumber: values[2],
-                              nextNotificationNumber: values[3])
+                              nextNotificationNumber: values[3], nextOpenNumber: values[4])
     }
 
     // MARK: - Shared

@@ -10,7 +10,7 @@ enum Schema {
 
     static var currentVersion: Int { migrations.count }
 
-    static let migrations: [String] = [version1, version2, version3, version4, version5]
+    static let migrations: [String] = [version1, version2, version3, version4, version5, version6]
 
     /// Version 1, the first layout: apps keyed by their text identifier, and every session, task
     /// and event repeating its app's identifier and (sessions) its configuration name as text.
@@ -261,6 +261,33 @@ enum Schema {
             priority INTEGER NOT NULL,
             queued_at INTEGER NOT NULL,
             payload TEXT NOT NULL
+        );
+        """
+
+    /// Version 6: routing. Opens accepted for an app that is not running, each kept until the
+    /// launch that delivers it (the delivery's events and the row's removal are one commit:
+    /// exactly once, as for notifications); the activation conditions of connected scenes
+    /// (UIKit's defaults are no row); the open id high-water mark. Rows of earlier versions
+    /// keep everything: no Open was ever stored, every scene has the defaults.
+    ///
+    /// Payloads (RoutingCoding) and pattern lists (RowCoding) are blobs, last in their rows.
+    /// `can_activate_for` NULL is UIKit's "any".
+    static let version6 = """
+        ALTER TABLE counters ADD COLUMN next_open INTEGER NOT NULL DEFAULT 1;
+        CREATE TABLE opens (
+            id INTEGER PRIMARY KEY,
+            app INTEGER NOT NULL,
+            session INTEGER,
+            activate INTEGER NOT NULL,
+            role INTEGER NOT NULL,
+            queued_at INTEGER NOT NULL,
+            configuration TEXT NOT NULL,
+            payload BLOB NOT NULL
+        );
+        CREATE TABLE activation_conditions (
+            session INTEGER PRIMARY KEY,
+            can_activate_for BLOB,
+            prefers_to_activate_for BLOB NOT NULL
         );
         """
 }

@@ -18,6 +18,10 @@ struct Statements {
     let deleteSchedule: Statement
     let upsertNotification: Statement
     let deleteNotification: Statement
+    let upsertOpen: Statement
+    let deleteOpen: Statement
+    let upsertConditions: Statement
+    let deleteConditions: Statement
     let insertEvent: Statement
     /// `eventsPerInsert` rows in one statement: most of a busy batch's rows are events, and one
     /// step per row made the statement overhead a large part of a commit.
@@ -53,6 +57,10 @@ struct Statements {
         deleteSchedule = try prepare(SQL.deleteSchedule)
         upsertNotification = try prepare(SQL.upsertNotification)
         deleteNotification = try prepare(SQL.deleteNotification)
+        upsertOpen = try prepare(SQL.upsertOpen)
+        deleteOpen = try prepare(SQL.deleteOpen)
+        upsertConditions = try prepare(SQL.upsertConditions)
+        deleteConditions = try prepare(SQL.deleteConditions)
         insertEvent = try prepare(SQL.insertEvent)
         insertEvents = try prepare(SQL.insertEvents)
         updateCounters = try prepare(SQL.updateCounters)
@@ -147,6 +155,21 @@ struct Statements {
                 payload = excluded.payload
             """
         static let deleteNotification = "DELETE FROM notifications WHERE id = ?1"
+        static let upsertOpen = """
+            INSERT INTO opens (id, app, session, activate, role, queued_at, configuration, payload)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+            ON CONFLICT (id) DO UPDATE SET
+                app = excluded.app, session = excluded.session, activate = excluded.activate, role = excluded.role,
+                queued_at = excluded.queued_at, configuration = excluded.configuration, payload = excluded.payload
+            """
+        static let deleteOpen = "DELETE FROM opens WHERE id = ?1"
+        static let upsertConditions = """
+            INSERT INTO activation_conditions (session, can_activate_for, prefers_to_activate_for)
+            VALUES (?1, ?2, ?3)
+            ON CONFLICT (session) DO UPDATE SET
+                can_activate_for = excluded.can_activate_for, prefers_to_activate_for = excluded.prefers_to_activate_for
+            """
+        static let deleteConditions = "DELETE FROM activation_conditions WHERE session = ?1"
         static let insertEvent = """
             INSERT INTO events (\(Statements.eventColumns))
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
@@ -159,7 +182,7 @@ struct Statements {
         static let updateCounters = """
             UPDATE counters SET clock = max(clock, ?1), next_sequence = max(next_sequence, ?2),
                                 next_session = max(next_session, ?3), next_task = max(next_task, ?4),
-                                next_notification = max(next_notification, ?5)
+                                next_notification = max(next_notification, ?5), next_open = max(next_open, ?6)
             WHERE id = 1
             """
         static let trimEvents = "DELETE FROM events WHERE seq < ?1"
@@ -172,6 +195,7 @@ struct Statements {
     func finalize() {
         for s in [begin, commit, rollback, upsertApp, updateApp, insertConfiguration, upsertSession, updateSession, deleteSession,
                   upsertTask, deleteTask, upsertSchedule, deleteSchedule, upsertNotification, deleteNotification,
+                  upsertOpen, deleteOpen, upsertConditions, deleteConditions,
                   insertEvent, insertEvents, updateCounters, trimEvents, selectEvents] {
             s.finalize()
         }

@@ -16,6 +16,11 @@ public struct StoreBatch: Sendable {
     public var removedSchedules: [ScheduleKey]
     public var notifications: [PendingNotification]
     public var removedNotifications: [NotificationID]
+    /// Opens stored for a launch, and connected scenes' activation conditions.
+    public var opens: [PendingOpen] = []
+    public var removedOpens: [OpenID] = []
+    public var conditions: [SessionID: ActivationConditions] = [:]
+    public var removedConditions: [SessionID] = []
     /// Appended to the event log, in order; sequence numbers must be new.
     public var events: [LifecycleEvent]
     /// Stored as high-water marks, and raised further if the batch's own events, sessions,
@@ -56,6 +61,26 @@ public struct StoreBatch: Sendable {
                   events: events, counters: EngineCounters(engine))
         setBackgroundWork(named: named.schedules, named.notifications, schedules: engine.schedules,
                           notifications: engine.notifications)
+        setRouting(named: named.opens, named.conditions, opens: engine.pendingOpens,
+                   conditions: engine.activationConditions)
+    }
+
+    /// Sets `opens`, `removedOpens`, `conditions` and `removedConditions` for the named
+    /// records, as `setBackgroundWork` does: what the engine holds now is written, what it no
+    /// longer holds is removed.
+    public mutating func setRouting<O: Sequence<OpenID>, C: Sequence<SessionID>>(
+        named ids: O, _ sessions: C, opens stored: [OpenID: PendingOpen],
+        conditions held: [SessionID: ActivationConditions]) {
+        opens.removeAll()
+        removedOpens.removeAll()
+        conditions.removeAll()
+        removedConditions.removeAll()
+        for id in ids {
+            if let open = stored[id] { opens.append(open) } else { removedOpens.append(id) }
+        }
+        for id in sessions {
+            if let c = held[id] { conditions[id] = c } else { removedConditions.append(id) }
+        }
     }
 
     /// Sets `schedules`, `removedSchedules`, `notifications` and `removedNotifications` for the
@@ -85,6 +110,7 @@ public struct StoreBatch: Sendable {
     public var rowCount: Int {
         sessions.count + removedSessions.count + apps.count + tasks.count + removedTasks.count + schedules.count
             + removedSchedules.count + notifications.count + removedNotifications.count + events.count
+            + opens.count + removedOpens.count + conditions.count + removedConditions.count
     }
 }
 
@@ -97,11 +123,15 @@ private struct NamedRecords {
     var removedTasks: [TaskToken] = []
     var schedules: [ScheduleKey] = []
     var notifications: [NotificationID] = []
+    var opens: [OpenID] = []
+    var conditions: [SessionID] = []
     private var seenSessions: Set<SessionID> = []
     private var seenApps: Set<AppID> = []
     private var seenTasks: Set<TaskToken> = []
     private var seenSchedules: Set<ScheduleKey> = []
     private var seenNotifications: Set<NotificationID> = []
+    private var seenOpens: Set<OpenID> = []
+    private var seenConditions: Set<SessionID> = []
 
     mutating func note(_ effect: Effect) {
         switch effect {
@@ -115,8 +145,10 @@ private struct NamedRecords {
             if seenSchedules.insert(k).inserted { schedules.append(k) }
         case .notificationChanged(let n), .notificationRemoved(let n):
             if seenNotifications.insert(n).inserted { notifications.append(n) }
-        case .openChanged, .openRemoved, .conditionsChanged:
-            break
+        case .openChanged(let o), .openRemoved(let o):
+            if seenOpens.insert(o).inserted { opens.append(o) }
+        case .conditionsChanged(let s):
+            if seenConditions.insert(s).inserted { conditions.append(s) }
         }
     }
 }

@@ -29,6 +29,8 @@ enum Tuning {
     /// The same for notification ids: one queued and delivered in one batch leaves no row
     /// either (its event may be trimmed, or the log off).
     static let maxNotificationsPerCommit: UInt64 = 1 << 16
+    /// Open ids: the same bound as notifications' (the recovery raises both by one allowance).
+    static let maxOpensPerCommit: UInt64 = maxNotificationsPerCommit
     /// The fewest bytes a row takes in a table page: a cell is never under 4 bytes, plus its
     /// 2-byte pointer. Lost bytes / this bounds the rows lost frames can hold.
     static let minimumRowBytes: UInt64 = 6

@@ -79,15 +79,15 @@ struct BadStorageTests {
                 "a write-ahead log with content was left beside the damaged database")
     }
 
-    @Test("a database from a newer schema (user_version 6): refused, file unchanged")
+    @Test("a database from a newer schema (user_version 7): refused, file unchanged")
     func newerSchema() throws {
         let workspace = try DaemonWorkspace()
         _ = try Self.makeDatabase(workspace, sessions: 5)
         let inspector = try DatabaseInspector(directory: workspace.path)
-        try inspector.setUserVersion(workspace.databasePath, 6)
+        try inspector.setUserVersion(workspace.databasePath, 7)
         let before = try #require(readWholeFile(workspace.databasePath))
         let failure = try StartupFailure(workspace)
-        failure.expectReported(file: workspace.databasePath, problem: ["schema version 6"])
+        failure.expectReported(file: workspace.databasePath, problem: ["schema version 7"])
         #expect(failure.stderr.contains("newer"), "stderr does not say the database is newer:\n\(failure.stderr)")
         #expect(readWholeFile(workspace.databasePath) == before, "the newer database was modified")
     }

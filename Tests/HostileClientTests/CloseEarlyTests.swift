@@ -135,6 +135,8 @@ extension HostileClientTests {
 
             var whole: [String] = []
             var partial: [String] = []
+            // Each whole Connect's connection and how it closed, to explain a missing session.
+            var origin: [String: String] = [:]
             var failure: String?
             let deadline = Deadline(seconds: 150)
             var performed = 0
@@ -147,8 +149,9 @@ extension HostileClientTests {
                 }
                 let plan = ClosePlan.random(&rng, index: index, pool: pool)
                 recent.append("#\(index): \(plan)")
+                let outcome: ClosePlan.Outcome
                 do {
-                    try plan.perform(socket: daemon.socketPath)
+                    outcome = try plan.perform(socket: daemon.socketPath)
                 } catch {
                     failure = "connection \(index) (\(plan)): \(error); the connections since the last check:\n"
                         + recent.joined(separator: "\n")
@@ -158,6 +161,7 @@ extension HostileClientTests {
                 let (w, p) = plan.connects
                 whole += w
                 partial += p
+                for app in w { origin[app] = "#\(index): \(plan); \(outcome)" }
                 // Find a wedge where it starts, with the plan that caused it.
                 if index % 50 == 49 {
                     do {
@@ -178,24 +182,35 @@ extension HostileClientTests {
                 return
             }
 
-            // Every Connect sent whole ran exactly once; none cut short ran at all.
-            var counts: [String: Int] = [:]
-            let settled = try waitUntil(seconds: 5) {
-                counts = try daemon.sessionsByApp(timeout: 5)
-                return whole.allSatisfy { counts[$0] == 1 }
-            }
-            let missing = whole.filter { counts[$0] != 1 }
-            #expect(settled, "seed \(seed): \(missing.count) of \(whole.count) Connects sent whole have no (or several) sessions: \(missing.prefix(10))")
-            let ran = partial.filter { counts[$0] != nil }
-            #expect(ran.isEmpty, "seed \(seed): Connects cut short were carried out: \(ran.prefix(10))")
-            // No connection is left behind: only the bystander and this GetStatus remain.
+            try Self.expectEveryWholeConnectRan(daemon, seed: seed, baseline: baseline, whole: whole, partial: partial,
+                                                origin: origin)
+            try Self.expectHealthy(daemon, bystander, "seed \(seed): after \(count) random early closes")
+        }
+
+        /// Every Connect sent whole ran exactly once; none cut short ran at all. Asked of the
+        /// daemon once it has let go of every client (each read to its end, its calls handled),
+        /// not after a wait: no timing decides it. The wait for that is bounded against a wedge.
+        static func expectEveryWholeConnectRan(_ daemon: DaemonProcess, seed: UInt64, baseline: Int64, whole: [String],
+                                               partial: [String], origin: [String: String],
+                                               sourceLocation: SourceLocation = #_sourceLocation) throws {
             var connections: Int64 = -1
-            let released = try waitUntil(seconds: 5) {
+            let released = try waitUntil(seconds: 30) {
                 connections = try daemon.status()["connections"]?.intValue ?? -1
                 return connections == baseline
             }
-            #expect(released, "seed \(seed): \(connections) connections open after the abuse, \(baseline) before")
-            try Self.expectHealthy(daemon, bystander, "seed \(seed): after \(count) random early closes")
+            #expect(released, "seed \(seed): \(connections) connections open 30 s after the abuse, \(baseline) before",
+                    sourceLocation: sourceLocation)
+            let counts = try daemon.sessionsByApp(timeout: 10)
+            let missing = whole.filter { counts[$0] != 1 }
+            let explained = missing.prefix(10).map { "\($0): \(counts[$0] ?? 0) sessions, from \(origin[$0] ?? "?")" }
+            #expect(missing.isEmpty, """
+                    seed \(seed): \(missing.count) of \(whole.count) Connects sent whole have no (or several) sessions \
+                    once the daemon let go of every client:
+                    \(explained.joined(separator: "\n"))
+                    the daemon's log: \(daemon.stderrTail())
+                    """, sourceLocation: sourceLocation)
+            let ran = partial.filter { counts[$0] != nil }
+            #expect(ran.isEmpty, "seed \(seed): Connects cut short were carried out: \(ran.prefix(10))", sourceLocation: sourceLocation)
         }
     }
 }

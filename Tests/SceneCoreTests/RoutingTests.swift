@@ -59,7 +59,34 @@ struct SceneSelectionTests {
         let pattern = String(repeating: "*a", count: 500) + "b"
         let clock = ContinuousClock()
         let elapsed = clock.measure { #expect(!SceneSelection.matches(pattern, text)) }
+        print("matching a 1001-character pattern of 500 stars against 4000 characters: \(elapsed)")
         #expect(elapsed < .seconds(2), "took \(elapsed)")
+    }
+
+    /// The engine's part of an Open to a connected scene, among 64 scenes with conditions:
+    /// measured per command, bounded generously for a debug build on a shared machine.
+    @Test func openAmongManyScenesIsCheap() throws {
+        var engine = LifecycleEngine()
+        var effects: [Effect] = []
+        for i in 0..<64 {
+            let r = try engine.handle(.connect(ConnectRequest(app: notes, background: i % 2 == 0)), now: .zero, effects: &effects)
+            guard case .session(let id) = r else { return }
+            try engine.handle(.setActivationConditions(id, ActivationConditions(canActivateFor: ["notes:\(i)/*"],
+                                                                                prefersToActivateFor: ["notes:\(i)/x*"])),
+                              now: .zero, effects: &effects)
+        }
+        let clock = ContinuousClock()
+        var times: [Duration] = []
+        for n in 0..<2_000 {
+            effects.removeAll(keepingCapacity: true)
+            let request = OpenRequest(app: notes, payload: url("notes:\(n % 64)/x\(n)"), activate: n % 3 == 0)
+            times.append(try clock.measure { _ = try engine.handle(.open(request), now: .zero, effects: &effects) })
+        }
+        times.sort()
+        let p50 = times[times.count / 2], p99 = times[times.count * 99 / 100]
+        print("open among 64 scenes with conditions: p50 \(p50), p99 \(p99) (debug build)")
+        #expect(p99 < .milliseconds(20))
+        #expect(ConformanceChecker.consistencyViolations(of: engine).isEmpty)
     }
 
     @Test func orderPrefersThenCanThenForegroundThenRecent() {
@@ -318,5 +345,50 @@ struct RoutingTests {
         let fresh = SessionID(2)
         #expect(h.steps(.launch(notes)) == [launched, discardedStep(s), configure(fresh), connectTo(fresh),
                                              enterForeground(fresh), becomeActive(fresh)])
+    }
+}
+
+/// The checker on Opens' events: an Open's event between willEnterForeground and didBecomeActive
+/// of its own scene is the order, anything else there breaks R5; each event carries its kind.
+@Suite struct RoutingCheckerTests {
+    /// A launched app whose background scene s1 an Open activates.
+    static func openLog() -> [LifecycleEvent] {
+        var h = Harness()
+        let s = h.connect(notes, background: true)
+        _ = h.connect(notes, background: true)
+        var both = url("notes:1")
+        both.userActivities = activity("com.example.edit").userActivities
+        _ = h.open(notes, both, session: s)
+        return h.log
+    }
+
+    @Test func theOrderOfAnActivatingOpenIsClean() {
+        let log = Self.openLog()
+        #expect(log.suffix(4).map(Step.init) == [enterForeground(SessionID(1)), opened(SessionID(1), .foregroundInactive),
+                                                 continued(SessionID(1), .foregroundInactive), becomeActive(SessionID(1))])
+        #expect(RuleTests.rules(log).isEmpty)
+    }
+
+    @Test func anOpenOfAnotherSceneInTheChainBreaksR5() {
+        var log = Self.openLog()
+        let i = RuleTests.index(log, .openURLContexts)
+        log[i].session = SessionID(2)
+        #expect(RuleTests.rules(log).contains(.R5))
+    }
+
+    @Test func anEventCarriesItsOwnKind() {
+        var log = Self.openLog()
+        let i = RuleTests.index(log, .openURLContexts)
+        log[i].detail = .open(activity("com.example.edit"))
+        #expect(RuleTests.rules(log) == [.stream])
+        log[i].detail = .none
+        #expect(RuleTests.rules(log) == [.stream])
+    }
+
+    @Test func anOpenToASceneNotConnectedBreaksR1() {
+        var log = Self.openLog()
+        let i = RuleTests.index(log, .openURLContexts)
+        log[i].session = SessionID(9)
+        #expect(RuleTests.rules(log).contains(.R1))
     }
 }

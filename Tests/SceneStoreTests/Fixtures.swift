@@ -55,6 +55,9 @@ func expectStoredState(_ loaded: EngineSnapshot, equals expected: EngineSnapshot
     #expect(loaded.schedules == expected.schedules, sourceLocation: sourceLocation)
     #expect(loaded.notifications == expected.notifications, sourceLocation: sourceLocation)
     #expect(loaded.nextNotificationNumber == expected.nextNotificationNumber, sourceLocation: sourceLocation)
+    #expect(loaded.pendingOpens == expected.pendingOpens, sourceLocation: sourceLocation)
+    #expect(loaded.nextOpenNumber == expected.nextOpenNumber, sourceLocation: sourceLocation)
+    #expect(loaded.activationConditions == expected.activationConditions, sourceLocation: sourceLocation)
 }
 
 /// Two engines in the same observable state (derived fields included).

@@ -220,6 +220,8 @@ final class EngineHost {
         batch.removedTasks = Array(pending.removedTasks)
         batch.setBackgroundWork(named: pending.schedules, pending.notifications, schedules: engine.schedules,
                                 notifications: engine.notifications)
+        batch.setRouting(named: pending.opens, pending.conditions, opens: engine.pendingOpens,
+                         conditions: engine.activationConditions)
         batch.events = pending.events
         batch.counters = EngineCounters(engine)
         return batch

@@ -12,6 +12,9 @@ struct PendingChanges {
     /// batch is made says which (an identifier removed can be scheduled again at once).
     var schedules: Set<ScheduleKey> = []
     var notifications: Set<NotificationID> = []
+    /// Stored Opens and activation conditions named, likewise.
+    var opens: Set<OpenID> = []
+    var conditions: Set<SessionID> = []
     var events: [LifecycleEvent] = []
     /// Where each command's (or timer tick's) events begin in `events`: the journal makes one
     /// entry per state change, and a change never spans two commands.
@@ -20,7 +23,7 @@ struct PendingChanges {
 
     var isEmpty: Bool {
         sessions.isEmpty && removedSessions.isEmpty && apps.isEmpty && tasks.isEmpty && removedTasks.isEmpty
-            && schedules.isEmpty && notifications.isEmpty && events.isEmpty
+            && schedules.isEmpty && notifications.isEmpty && events.isEmpty && opens.isEmpty && conditions.isEmpty
     }
 
     mutating func absorb(_ effects: [Effect]) {
@@ -48,8 +51,10 @@ struct PendingChanges {
                 schedules.insert(key)
             case .notificationChanged(let id), .notificationRemoved(let id):
                 notifications.insert(id)
-            case .openChanged, .openRemoved, .conditionsChanged:
-                break
+            case .openChanged(let id), .openRemoved(let id):
+                opens.insert(id)
+            case .conditionsChanged(let id):
+                conditions.insert(id)
             }
         }
     }
@@ -62,6 +67,8 @@ struct PendingChanges {
         removedTasks.removeAllKeepingOrdinaryCapacity()
         schedules.removeAllKeepingOrdinaryCapacity()
         notifications.removeAllKeepingOrdinaryCapacity()
+        opens.removeAllKeepingOrdinaryCapacity()
+        conditions.removeAllKeepingOrdinaryCapacity()
         events.removeAllKeepingOrdinaryCapacity()
         commandStarts.removeAllKeepingOrdinaryCapacity()
         lastApp = nil

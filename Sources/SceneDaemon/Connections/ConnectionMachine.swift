@@ -541,9 +541,11 @@ extension ConnectionMachine {
         case readable
         /// epoll: room to write.
         case writable
-        /// epoll EPOLLHUP, or ECONNRESET/EPIPE on a read or write: the peer is gone.
+        /// epoll EPOLLHUP (with EPOLLERR too when the peer closed with output unread: a reset,
+        /// which leaves what it sent readable), or ECONNRESET/EPIPE on a read or write: the
+        /// peer is gone.
         case hangUp
-        /// epoll EPOLLERR or an unexpected errno: the socket is unusable.
+        /// epoll EPOLLERR without EPOLLHUP, or an unexpected errno: the socket is unusable.
         case socketError
         /// A read returned bytes; `partialBytes` of an unfinished message are now buffered and
         /// `hasCall` says whether a complete message waits; `more`: the read filled the buffer.

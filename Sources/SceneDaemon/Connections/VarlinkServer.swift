@@ -267,10 +267,13 @@ final class VarlinkServer {
         }
         poller.wait { token, events in
             guard let conn = connections[Int(truncatingIfNeeded: token)] else { return }
-            if events.contains(.error) {
-                step(conn, .socketError)
-            } else if events.contains(.hangup) {
+            // A peer that closes with our output unread resets the connection: EPOLLERR
+            // (ECONNRESET) comes beside EPOLLHUP, yet what it sent stays readable before the
+            // error, so it is a hang-up like any other and its calls received still run.
+            if events.contains(.hangup) {
                 step(conn, .hangUp)
+            } else if events.contains(.error) {
+                step(conn, .socketError)
             } else {
                 if events.contains(.writable) { step(conn, .writable) }
                 if events.contains(.readable) && !conn.isClosed { step(conn, .readable) }

@@ -57,7 +57,7 @@ struct StoredStateChecker {
             }
             return (0, 0)
         }
-        guard dump.userVersion == 5 else { throw fail("user_version is \(dump.userVersion), expected 5") }
+        guard dump.userVersion == 6 else { throw fail("user_version is \(dump.userVersion), expected 6") }
 
         // The event log: contiguous from 1, old rows unchanged, the counter right after it.
         if let lo = dump.eventMin, let hi = dump.eventMax {

@@ -117,10 +117,20 @@ struct ClosePlan: CustomStringConvertible {
         return "\(names.joined(separator: " + ")) [\(bytes.count) bytes], then \(ending)"
     }
 
+    /// What the client saw when it closed, for a failure message.
+    struct Outcome: CustomStringConvertible {
+        /// Bytes the kernel had received for it and it never read: more than 0 makes the
+        /// close a reset, which the daemon sees as EPOLLERR (ECONNRESET) beside EPOLLHUP.
+        var unreadAtClose: Int
+        var repliesRead: Int
+        var description: String { "\(repliesRead) replies read, \(unreadAtClose) bytes unread at the close" }
+    }
+
     /// Carries the plan out on a new connection. Throws when a client that reads misses a
     /// reply, or when the daemon does not take the connection or its bytes in time.
-    func perform(socket: String) throws {
+    func perform(socket: String) throws -> Outcome {
         let connection = try RawConnection(path: socket, connectTimeout: 3)
+        var replies = 0
         try connection.send(Array(bytes[..<sentCount]), timeout: 3)
         switch ending {
         case .cut, .closeAtOnce:
@@ -129,29 +139,37 @@ struct ClosePlan: CustomStringConvertible {
             sleepMicroseconds(microseconds)
         case .halfCloseAndRead:
             connection.shutdownWrite()
-            try readEveryReply(connection)
+            replies = try readEveryReply(connection)
         case .closeAfterFirstReply:
             if calls.contains(where: { !$0.isOneway }) {
                 guard try connection.receiveMessage(timeout: 3) != nil else {
                     throw TestFailure("closed before the first reply")
                 }
+                replies = 1
             }
         }
+        var unread: Int32 = 0
+        if ioctl(connection.fd, UInt(FIONREAD), &unread) != 0 { unread = -1 }
         connection.close()
+        return Outcome(unreadAtClose: Int(unread), repliesRead: replies)
     }
 
-    private func readEveryReply(_ connection: RawConnection) throws {
+    private func readEveryReply(_ connection: RawConnection) throws -> Int {
+        var replies = 0
         for call in calls where !call.isOneway {
             switch call {
             case .listing:
                 while true {
                     let reply = try connection.receiveObject(timeout: 3)
+                    replies += 1
                     if reply.errorName != nil || reply["continues"]?.boolValue != true { break }
                 }
             default:
                 // Monitor: the subscription reply is all a half-closed monitor is owed.
                 _ = try connection.receiveObject(timeout: 3)
+                replies += 1
             }
         }
+        return replies
     }
 }
