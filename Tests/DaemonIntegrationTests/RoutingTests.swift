@@ -88,6 +88,22 @@ struct RoutingTests {
         try app.call("SetActivationConditions", ["session": .string(sessions[1]), "canActivateFor": ["docs:report-*"],
                                                  "prefersToActivateFor": ["docs:report-*"]])
         try app.call("SetActivationConditions", ["session": .string(sessions[2]), "canActivateFor": ["docs:photo-?"]])
+        let refusals: [(JSONObject, String)] = [
+            (["canActivateFor": .array((0..<33).map { .string("p\($0)") })], "MaxActivationPatterns"),
+            (["prefersToActivateFor": [.string(String(repeating: "x", count: 1_025))]], "MaxActivationPatternSize"),
+            (["canActivateFor": [""]], "InvalidArgument"),
+        ]
+        for (conditions, expected) in refusals {
+            var p = conditions
+            p["session"] = .string(sessions[0])
+            do {
+                try app.call("SetActivationConditions", p)
+                Issue.record("accepted: \(expected)")
+            } catch let error as VarlinkError {
+                let got = error.parameters["limit"]?.stringValue ?? String(error.name.split(separator: ".").last ?? "")
+                #expect(got == expected, "\(error)")
+            }
+        }
 
         let report = try daemon.call("Open", ["url": "docs:report-7"])
         #expect(report["session"]?.stringValue == sessions[1], "prefers: \(report)")
@@ -115,6 +131,19 @@ struct RoutingTests {
         }
         #expect(seen == ["openURLContexts \(sessions[1])", "openURLContexts \(sessions[2])", "willConnectTo \(new)"], "\(seen)")
         try Wakes.assertConformant(daemon, "Opens chosen by conditions")
+
+        // Round trips of Open to a connected scene (the reply waits for the commit), for the record.
+        let client = try daemon.client()
+        var times: [Double] = []
+        for i in 0..<300 {
+            let start = monotonicSeconds()
+            let r = try client.call("io.scened.Manager.Open", ["url": .string("docs:report-\(i)"), "activate": false])
+            times.append(monotonicSeconds() - start)
+            #expect(r["session"]?.stringValue == sessions[1])
+        }
+        times.sort()
+        print("Open to a connected scene, round trip with its commit: p50 \(Format.fixed(times[150] * 1e6, 0)) µs, "
+              + "p99 \(Format.fixed(times[296] * 1e6, 0)) µs (300 calls)")
     }
 
     @Test("a URL to a suspended, frozen app: thawed and resumed, openURLContexts in its scene, frozen again",
@@ -182,6 +211,66 @@ struct RoutingTests {
         try Wakes.assertConformant(daemon, "stored Opens delivered at an attach")
     }
 
+    @Test("an app opens another's URL (io.scened.App.Open: sourceApplication is the app) and activates a scene with a URL",
+          .timeLimit(.minutes(2)))
+    func appsOpenThings() throws {
+        let workspace = try Workspace(configuration: Self.configuration())
+        let source = try WakeApp(workspace, app: "com.example.source", extra: "[App]\nURLSchemes=source")
+        try StartedAppTests.appFile(workspace, "com.example.target", "[App]\nURLSchemes=target")
+        let daemon = try DaemonProcess(workspace)
+        defer { if daemon.child.isRunning { try? daemon.stop() } }
+        _ = try Wakes.foreground(daemon, source)
+
+        let opened = try source.call("Open", ["url": "target:doc/1"])
+        #expect(opened["target"]?.stringValue == "com.example.target" && opened["open"]?.stringValue == "o1", "\(opened)")
+        do {
+            try source.call("Open", ["url": "nobody:x"])
+            Issue.record("an Open with no handler was accepted")
+        } catch let error as VarlinkError {
+            #expect(error.name == "io.scened.Manager.NoHandler" && error.parameters["scheme"]?.stringValue == "nobody", "\(error)")
+        }
+        let target = try AttachedApp(daemon, app: "com.example.target")
+        let connect = try #require(try target.events(through: "willConnectTo").last)
+        #expect(connect.object["urlContexts"]?[0]?["url"]?.stringValue == "target:doc/1")
+        #expect(connect.object["urlContexts"]?[0]?["sourceApplication"]?.stringValue == "com.example.source", "\(connect.object)")
+
+        // RequestSceneSessionActivation with a URL: a new scene gets it in willConnectTo; an
+        // existing one by openURLContexts.
+        let new = try #require(try source.call("RequestSceneSessionActivation", ["url": "source:new"])["session"]?.stringValue)
+        let connects = try source.waitEvents("willConnectTo", count: 2)
+        #expect(connects.last?.object["session"]?.stringValue == new)
+        #expect(connects.last?.object["urlContexts"]?[0]?["url"]?.stringValue == "source:new", "\(connects.last?.object ?? [:])")
+        try source.call("RequestSceneSessionActivation", ["session": .string(new), "activity": ["activityType": "com.example.x.y", "title": "again"]])
+        let continued = try #require(try source.waitEvents("continueUserActivity").first)
+        #expect(continued.object["session"]?.stringValue == new)
+        #expect(continued.object["userActivities"]?[0]?["title"]?.stringValue == "again")
+        try Wakes.assertConformant(daemon, "apps opening things")
+    }
+
+    @Test("Opens stored for an app: a kill -9 of scened keeps them; restarted with ExecStart= now, scened starts the app, which gets each once",
+          .timeLimit(.minutes(2)))
+    func storedOpensSurviveARestart() throws {
+        let workspace = try Workspace(configuration: Self.configuration())
+        let app = try WakeApp(directory: workspace.path, app: "com.example.afterwards")
+        try StartedAppTests.appFile(workspace, app.app, "[App]\nURLSchemes=after")
+        var daemon = try DaemonProcess(workspace)
+        #expect(try daemon.call("Open", ["url": "after:1"])["open"]?.stringValue == "o1")
+        #expect(try daemon.call("Open", ["url": "after:2"])["open"]?.stringValue == "o2")
+        daemon.crash()
+        try StartedAppTests.appFile(workspace, app.app, app.appFile("[App]\nURLSchemes=after"))
+        daemon = try DaemonProcess(workspace)
+        defer { if daemon.child.isRunning { try? daemon.stop() } }
+        // The first makes a new scene; the second goes to that scene, which accepts anything.
+        try app.waitEvents("openURLContexts", seconds: 20)
+        _ = waitUntil(seconds: 1) { false }
+        let delivered = app.events.filter { $0.object["urlContexts"] != nil }
+        #expect(delivered.map { "\($0.event) \($0.object["urlContexts"]?[0]?["url"]?.stringValue ?? "")" }
+                == ["willConnectTo after:1", "openURLContexts after:2"], "each once, in order")
+        #expect(app.events.first?.event == "didFinishLaunching")
+        #expect(try StartedAppTests.app(daemon, app.app)["pendingOpens"]?.intValue == 0)
+        try Wakes.assertConformant(daemon, "stored Opens across a kill -9")
+    }
+
     @Test("two apps claiming one scheme: scened refuses to start naming both files; Reload refuses it and keeps the routes in force",
           .timeLimit(.minutes(2)))
     func conflictingSchemes() throws {
@@ -225,9 +314,38 @@ struct RoutingTests {
         defer { if daemon.child.isRunning { try? daemon.stop() } }
         let refused = try users.call(as: users.outsider, socket: daemon.socketPath, "io.scened.Manager.Open", ["url": "mine:1"])
         #expect(refused.contains("org.varlink.service.PermissionDenied"), "the outsider: \(refused)")
-        let owner = try users.call(as: users.member, socket: daemon.socketPath, "io.scened.Manager.Open", ["url": "mine:2"])
+        let owner = try users.call(as: users.member, socket: daemon.socketPath, "io.scened.Manager.Open", ["url": "mine:2?token=s3cret"])
         #expect(owner.contains("\"open\""), "the owner: \(owner)")
         #expect(try StartedAppTests.app(daemon, "com.example.mine")["pendingOpens"]?.intValue == 1, "only the owner's stored")
+
+        // The outsider may Monitor the app, but not read the URL its scene is opened with.
+        let script = """
+            import json, socket, sys
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(sys.argv[1])
+            s.sendall(json.dumps({"method": "io.scened.Manager.Monitor", "parameters": {"app": "com.example.mine"}, "more": True}).encode() + b"\\0")
+            buf = b""
+            while True:
+                data = s.recv(65536)
+                if not data:
+                    break
+                buf += data
+                while b"\\0" in buf:
+                    msg, buf = buf.split(b"\\0", 1)
+                    e = json.loads(msg).get("parameters", {}).get("event", {})
+                    if e.get("event") == "willConnectTo":
+                        print(json.dumps(e))
+                        sys.exit(0)
+            """
+        let monitor = try ChildProcess(["/usr/bin/setpriv", "--reuid=\(users.outsider)", "--regid=\(users.outsider)", "--init-groups",
+                                        "/usr/bin/python3", "-c", script, daemon.socketPath], directory: workspace.path, label: "outsider-monitor")
+        defer { monitor.killNow() }
+        _ = waitUntil(seconds: 1) { false }
+        let app = try AttachedApp(daemon, app: "com.example.mine")
+        let connect = try #require(try app.events(through: "willConnectTo").last)
+        #expect(connect.object["urlContexts"]?[0]?["url"]?.stringValue == "mine:2?token=s3cret", "the app gets it")
+        #expect(monitor.wait(seconds: 10), "the outsider's Monitor saw no willConnectTo: \(monitor.stderr)")
+        #expect(monitor.stdout.contains("\"withheld\": true") && !monitor.stdout.contains("s3cret"), "the outsider saw: \(monitor.stdout)")
         try daemon.assertServing("after a refused Open")
     }
 

@@ -36,13 +36,23 @@ extension MethodDispatcher {
         reply(c) { _ in }
     }
 
+    /// A list of patterns within the interface's bounds: too many or too long is
+    /// LimitExceeded (the engine would refuse them too, without naming a limit).
     private func patterns(_ p: CallParameters, _ name: String) throws(VarlinkError) -> [String]? {
         guard p.has(name) else { return nil }
         guard case .array(let list)? = p.object[name] else { throw .invalidParameter(name) }
+        let most = LifecycleEngine.maxActivationPatterns, longest = LifecycleEngine.maxActivationPatternBytes
+        guard list.count <= most else {
+            throw OpenInput.limit("MaxActivationPatterns", most, "\(name) has \(list.count) patterns, the most a scene may declare is \(most)")
+        }
         var out: [String] = []
         out.reserveCapacity(list.count)
         for item in list {
             guard let text = item.stringValue else { throw .invalidParameter(name) }
+            guard !text.isEmpty else { throw OpenInput.invalid(name, "an empty pattern") }
+            guard text.utf8.count <= longest else {
+                throw OpenInput.limit("MaxActivationPatternSize", longest, "a pattern of \(name) is \(text.utf8.count) bytes, the most is \(longest)")
+            }
             out.append(text)
         }
         return out

@@ -111,9 +111,10 @@ struct ObservedEvent: CustomStringConvertible {
         switch name {
         case .willConnectTo:
             guard let reconnect = object["reconnect"]?.boolValue else { throw fail("reconnect") }
-            detail = .connect(restoration: try Self.restoration(object["restoration"]), reconnect: reconnect, open: try openPayload())
+            detail = .connect(restoration: try Self.restoration(object["restoration"]), reconnect: reconnect,
+                              open: try openPayload(fail))
         case .openURLContexts, .continueUserActivity:
-            guard let payload = try openPayload() else { throw fail("urlContexts or userActivities") }
+            guard let payload = try openPayload(fail) else { throw fail("urlContexts or userActivities") }
             detail = .open(payload)
         case .didDiscardSceneSessions:
             detail = .discarded(try Self.sessions(object["sessions"]))
@@ -135,22 +136,24 @@ struct ObservedEvent: CustomStringConvertible {
                               detail: detail)
     }
 
-    /// What an event opens a scene with (issue 37): its urlContexts and userActivities, nil
-    /// when it has neither.
-    private func openPayload() throws -> OpenPayload? {
-        let urls = try (object["urlContexts"]?.arrayValue ?? []).map { c throws -> URLContext in
-            guard let url = c["url"]?.stringValue else { throw TestFailure("a urlContext without url: \(object)") }
-            return URLContext(url: url, sourceApplication: c["sourceApplication"]?.stringValue.flatMap(AppID.init))
+    /// What an event opens a scene with (urlContexts, userActivities), nil when it has neither.
+    private func openPayload(_ fail: (String) -> TestFailure) throws -> OpenPayload? {
+        let urls = object["urlContexts"]?.arrayValue ?? []
+        let activities = object["userActivities"]?.arrayValue ?? []
+        guard !urls.isEmpty || !activities.isEmpty else { return nil }
+        var payload = OpenPayload()
+        for u in urls {
+            guard let url = u["url"]?.stringValue else { throw fail("urlContexts.url") }
+            payload.urlContexts.append(URLContext(url: url, sourceApplication: u["sourceApplication"]?.stringValue.flatMap(AppID.init)))
         }
-        let activities = try (object["userActivities"]?.arrayValue ?? []).map { a throws -> UserActivity in
-            guard let type = a["activityType"]?.stringValue else { throw TestFailure("an activity without its type: \(object)") }
-            return UserActivity(activityType: type, title: a["title"]?.stringValue,
-                                userInfo: a["userInfo"].flatMap { $0.isNull ? nil : $0.serializedString() },
-                                targetContentIdentifier: a["targetContentIdentifier"]?.stringValue,
-                                webpageURL: a["webpageURL"]?.stringValue)
+        for a in activities {
+            guard let type = a["activityType"]?.stringValue else { throw fail("userActivities.activityType") }
+            payload.userActivities.append(UserActivity(activityType: type, title: a["title"]?.stringValue,
+                                                       userInfo: a["userInfo"].map { $0.serializedString() },
+                                                       targetContentIdentifier: a["targetContentIdentifier"]?.stringValue,
+                                                       webpageURL: a["webpageURL"]?.stringValue))
         }
-        let payload = OpenPayload(urlContexts: urls, userActivities: activities)
-        return payload.isEmpty ? nil : payload
+        return payload
     }
 
     /// The detail of a wake's event (R34): its kind, task identifier or notification id,
