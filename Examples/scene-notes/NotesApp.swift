@@ -186,7 +186,13 @@ final class NotesSceneDelegate: SceneDelegate {
             ballast = Ballast(mebibytes: holdMiB)
             say(ballast == nil ? "cannot allocate \(holdMiB) MiB" : "holding \(holdMiB) MiB")
         }
-        scene.activationConditions = NotesURL.conditions(for: session)
+        // Waited for, so that an Open sent after this line is printed finds them in force.
+        do {
+            try await scene.application.setActivationConditions(NotesURL.conditions(for: session), for: scene)
+            say("\(session) takes notes:open?id=\(session)")
+        } catch {
+            say("activation conditions of \(session) not set: \(error)")
+        }
         for context in Self.sorted(connectionOptions.urlContexts) {
             say("opened with \(context.url) from \(context.options.sourceApplication ?? "-")")
             await open(context, in: scene, isNew: true)

@@ -59,6 +59,16 @@ extension NotesSceneDelegate {
         }
     }
 
+    /// org.example.notes.editing (the apps.d example's ActivityTypes=): editing goes on here,
+    /// with userInfo's "text" as the note.
+    func scene(_ scene: Scene, continue userActivity: UserActivity) async {
+        say("scene(_:continue:) \(scene.session) \(userActivity.activityType) target=\(userActivity.targetContentIdentifier ?? "-")")
+        guard userActivity.activityType == "org.example.notes.editing", let text = userActivity.userInfo?["text"]?.stringValue else { return }
+        state.text = text
+        say("note \(scene.session): \"\(text)\"")
+        _ = await save(scene)
+    }
+
     /// The URLs of one callback in a stable order (UIKit hands a Set).
     static func sorted(_ contexts: Set<OpenURLContext>) -> [OpenURLContext] {
         contexts.sorted { $0.url < $1.url }

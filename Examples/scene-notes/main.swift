@@ -2,7 +2,7 @@ import Foundation
 
 // scene-notes: an example app on SceneClient. It counts its activations and keeps the count
 // and a note in its scene's restoration data, so that a reclaim disconnect or a kill -9 loses
-// nothing. Every callback is printed as it comes. It opens notes: URLs (Examples/apps.d):
+// nothing. Every callback is printed as it comes. It opens notes: URLs (config/apps.d):
 // notes:new?text=TEXT makes a new note in a new scene, notes:open?id=SESSION shows that note
 // in its scene (each scene's activation conditions take only its own note's URLs).
 //
@@ -35,7 +35,7 @@ if arguments.contains("--help") || arguments.contains("-h") {
     --notification-delay-sec N makes handling one take N seconds (longer than its budget, the
     app is frozen again before it answers). --demo starts a private scened (built next to
     this program) and shows a restore after a disconnect and after kill -9.
-    With [App] URLSchemes=notes in its apps.d file (Examples/apps.d/org.example.notes.conf),
+    With [App] URLSchemes=notes in its apps.d file (config/apps.d/org.example.notes.conf),
     scenectl open 'notes:new?text=hi' makes a note in a new scene and
     scenectl open 'notes:open?id=s1' shows the note of s1 in its scene.
     """)
