@@ -4,7 +4,8 @@ import Varlink
 // `scened-bench open` (issue 37 item 6): io.scened.Manager.Open of a URL to a running app's
 // connected, foregroundActive scene → the app holding the URL: a probe scened starts
 // (`open-probe`, OpenProbe.swift) stamps its CLOCK_MONOTONIC time once it has read and parsed
-// openURLContexts. One Open at a time. Target: p99 ≤ 1 ms.
+// openURLContexts. One Open at a time. Target: p99 ≤ 1 ms. Events reach the app once their
+// batch is committed, so under Durability=full the figure holds the commit's fsync.
 
 struct OpenSettings {
     var rounds = max(1, option("--rounds", 1000))
