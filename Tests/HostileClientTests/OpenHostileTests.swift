@@ -13,8 +13,8 @@ extension HostileClientTests {
 
         /// scened with two routed apps: target (scheme target:) and sleeper (sleeper:, never
         /// started: its Opens are stored).
-        static func daemon(routing: [String] = []) throws -> DaemonProcess {
-            let workspace = try Workspace(configuration: HostileConfiguration.text(limits: []) + "\n[Routing]\n"
+        static func daemon(routing: [String] = [], limits: [String] = []) throws -> DaemonProcess {
+            let workspace = try Workspace(configuration: HostileConfiguration.text(limits: limits) + "\n[Routing]\n"
                                           + routing.joined(separator: "\n"))
             mkdir(workspace.directory.file("apps.d"), 0o755)
             for (app, scheme) in [(target, "target"), (sleeper, "sleeper")] {
@@ -123,10 +123,10 @@ extension HostileClientTests {
             print("half Opens: descriptors \(descriptors) → \(daemon.openDescriptors), idle CPU \(Int(cpu)) %")
         }
 
-        @Test("an app that never reads its Attach stream while 2,000 Opens of 1 KiB URLs flow to its scene: every Open answered in bounded time, RSS bounded, the bystander served",
+        @Test("an app that never reads its Attach stream while 20,000 Opens of 1 KiB URLs flow to its scene: every Open answered in bounded time, the app's unread stream cut off at MaxOutputPerConnection=4M, peak RSS bounded, the bystander served",
               .timeLimit(.minutes(3)))
         func silentAppUnderOpens() throws {
-            let daemon = try Self.daemon()
+            let daemon = try Self.daemon(limits: ["MaxOutputPerConnection=4M"])
             let (stream, session) = try Self.silentApp(daemon)
             defer { stream.close() }
             let bystander = try Bystander(daemon)
@@ -136,20 +136,24 @@ extension HostileClientTests {
             var calls: [[UInt8]] = []
             for i in 0..<50 { calls.append(framed("Open", ["url": .string("target:\(i)/\(padding)"), "activate": false])) }
             let start = monotonicSeconds()
-            let load = BackgroundLoad.pipeline(socket: daemon.socketPath, calls: calls, window: 16, total: 2_000,
+            let load = BackgroundLoad.pipeline(socket: daemon.socketPath, calls: calls, window: 16, total: 20_000,
                                                seconds: 60, drainSeconds: 20)
             #expect(load.waitStarted(seconds: 5))
             try bystander.calls(20, within: 10, "while Opens flow to a silent app")
             let report = load.finish(within: 90)
             let elapsed = monotonicSeconds() - start
             let peakGrowth = (daemon.peakResidentBytes - rssBefore) / 1024
-            #expect(report.failure == nil && report.replies == 2_000, "\(report)")
+            #expect(report.failure == nil && report.replies == 20_000, "\(report)")
+            // Over 20 MiB of events unread: the stream is over [Limits] MaxOutputPerConnection= and
+            // cut off. The RSS also holds the store's growth by 20,000 committed events.
             #expect(peakGrowth < 64 * 1024, "peak RSS grew \(peakGrowth) KiB")
+            let cut = try stream.waitForClose(timeout: 5)
+            #expect(cut, "the unread Attach stream, over MaxOutputPerConnection=4M, was not closed")
             let app = try daemon.call("GetApp", ["app": .string(Self.target)])["app"]?.objectValue ?? [:]
             let state = try daemon.call("GetSession", ["session": .string(session)])["session"]?["state"]?.stringValue ?? "?"
             try daemon.assertServing("after Opens to a silent app")
-            print("silent app: 2,000 Opens answered in \(Int(elapsed * 1000)) ms (\(report.errorReplies) refused); peak RSS +\(peakGrowth) KiB; "
-                  + "the app afterwards: process \(app["process"]?.stringValue ?? "?"), attached \(app["attached"].map { "\($0)" } ?? "?"), its scene \(state)")
+            print("silent app: 20,000 Opens answered in \(Int(elapsed * 1000)) ms (\(report.errorReplies) refused); peak RSS +\(peakGrowth) KiB; "
+                  + "the app afterwards: process \(app["process"]?.stringValue ?? "?"), attachedPid \(app["attachedPid"].map { "\($0)" } ?? "none"), its scene \(state); its Attach stream \(cut ? "closed" : "still open")")
         }
     }
 }
