@@ -6,8 +6,9 @@
 // measured memory against the kernel's figures (launch), and what the system does to a
 // thousand attached apps: a SIGTERM stop that commits their state (stop), a logind lock and a
 // shell's interruption reaching every scene (lock), and background work: Notify to a frozen
-// app against the kernel's thaw, a thousand apps' tasks falling due at once (wake). Release build:
-//   swift build -c release && .build/release/scened-bench [daemon|list|durable|startup|stored|fill|logging|fairness|hostile|hostile-monitors|hostile-idle|apps|stop|lock|processes|launch|wake|all]
+// app against the kernel's thaw, a thousand apps' tasks falling due at once (wake), and a URL
+// opened in a running app's scene (open). Release build:
+//   swift build -c release && .build/release/scened-bench [daemon|list|durable|startup|stored|fill|logging|fairness|hostile|hostile-monitors|hostile-idle|apps|stop|lock|processes|launch|wake|open|all]
 // startup fills its stores through SceneCore and SceneStore (StoreFill.swift); `fill --state-dir D
 // [--startup-sessions N] [--archived]` makes one such store alone, to start scened on by hand.
 // Figures depend on the machine and its load: compare the lines of one run with each other.
@@ -140,7 +141,7 @@ func clientCPUSeconds() -> Double {
 }
 
 func header() {
-    if mode == "launch" || mode == "wake" {
+    if mode == "launch" || mode == "wake" || mode == "open" {
         // Its own conditions follow: one call at a time, every message parsed.
         say("scened-bench (\(mode)); \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs")
         return
@@ -289,6 +290,7 @@ func loggingFigures() throws {
 // The processes `wake` measures with (WakeProbe.swift): no header, their output is a protocol.
 if mode == "wake-probe" { exit(wakeProbe(fifo: arguments.count > 1 ? arguments[1] : "")) }
 if mode == "wake-echo", arguments.count > 2 { exit(wakeEcho(input: arguments[1], output: arguments[2])) }
+if mode == "open-probe" { exit(openProbe(fifo: arguments.count > 1 ? arguments[1] : "")) }
 
 do {
     header()
@@ -320,6 +322,7 @@ do {
     case "processes": try processFigures()
     case "launch": try launchFigures()
     case "wake": try wakeFigures()
+    case "open": try openFigures()
     case "hostile-monitors":
         say("\n== hostile: Monitors that never read (Durability=off, LogLevel=notice; targets: peak RSS < 256 MiB, bystander ≥ 0.50 of its rate alone) ==")
         try neverReadingMonitors()
@@ -341,8 +344,9 @@ do {
         try processFigures()
         try launchFigures()
         try wakeFigures()
+        try openFigures()
     default:
-        say("usage: scened-bench [daemon|list|durable|startup|stored|saved|fill|logging|fairness|hostile|hostile-monitors|hostile-idle|apps|stop|lock|processes|launch|wake|all] [--seconds S] [--sessions N] [--startup-sessions N] [--saved-sessions N] [fill: --state-dir D --archived --restoration-bytes B] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [stop: --apps N --repeats K --durability D] [lock: --apps N --rounds R --durability D] [processes: --rounds N] [launch: --rounds N --copies K --hold-mib M] [wake: --rounds N --apps N --caps 4,32 --lead S --parts 1,2 --durability D]")
+        say("usage: scened-bench [daemon|list|durable|startup|stored|saved|fill|logging|fairness|hostile|hostile-monitors|hostile-idle|apps|stop|lock|processes|launch|wake|open|all] [--seconds S] [--sessions N] [--startup-sessions N] [--saved-sessions N] [fill: --state-dir D --archived --restoration-bytes B] [apps: --apps N --rate R --rounds N --window W --durability off|normal|full] [stop: --apps N --repeats K --durability D] [lock: --apps N --rounds R --durability D] [processes: --rounds N] [launch: --rounds N --copies K --hold-mib M] [wake: --rounds N --apps N --caps 4,32 --lead S --parts 1,2 --durability D] [open: --rounds N --warm-up N --durability D]")
         exit(2)
     }
 } catch {
