@@ -68,7 +68,7 @@ extension NotesSceneDelegate {
         }
     }
 
-    /// An activity of the app's ActivityTypes= (the apps.d example's org.example.notes.editing):
+    /// An activity of the app's ActivityTypes= (the apps.d example's org.example.notes.edit):
     /// editing goes on here, with userInfo's "text", if it has one, as the note.
     func scene(_ scene: Scene, continue userActivity: UserActivity) async {
         say("scene(_:continue:) \(scene.session) \(userActivity.activityType) target=\(userActivity.targetContentIdentifier ?? "-")")
