@@ -13,9 +13,10 @@ import Varlink
 /// Work happens in passes: a pass serves the clients that are ready (each within its budget,
 /// round robin), runs the reclaim policy, hands what changed to the commit thread as one batch
 /// (unless one is in flight: then the batch keeps growing, group commit), and writes what can
-/// be written. When a batch is committed its events are published (monitors, journal) and
-/// only then are the replies that depend on it released (reply-after-commit), and the next
-/// batch goes to the commit thread at once. WATCHDOG=1 is sent from completed passes only.
+/// be written. When a batch is written its events go to the attached apps; when it is durable
+/// its events are published (monitors, journal) and only then are the replies that depend on
+/// it released (reply-after-commit), and the next batch goes to the commit thread at once.
+/// WATCHDOG=1 is sent from completed passes only.
 final class Daemon {
     let options: DaemonOptions
     private(set) var settings: DaemonSettings
@@ -41,8 +42,11 @@ final class Daemon {
     let ownsSocket: Bool
     private var timers = Timers()
     private var watchdog = ServingWatchdog(interval: nil)
-    /// Committed batches whose events are still to be published (`publishCommitted`).
-    private var unpublished: [(events: [LifecycleEvent], starts: [Int])] = []
+    /// Committed batches whose events are still to be published (`publishCommitted`);
+    /// `delivered`: the attached apps already have them.
+    private var unpublished: [(events: [LifecycleEvent], starts: [Int], delivered: Bool)] = []
+    /// The batch in flight was written and its events went to the attached apps then.
+    private var deliveredInFlight = false
     private var status: StatusReporter
     /// Set when the last reload failed, shown in STATUS= until the next good one.
     private var reloadError: String?
@@ -169,7 +173,7 @@ final class Daemon {
         pass()
         apps.endStartedApps()
         while host.isCommitting || host.hasPending {
-            apply(host.drain())
+            for progress in host.drain() { apply(progress) }
             apply(host.startCommit())
         }
         server.flush()
@@ -294,17 +298,22 @@ final class Daemon {
         server.batchBegan()
     }
 
-    /// The writer finished a batch: release its replies, start the next one at once (the loop
-    /// need not wait for a pass to keep the commit thread busy), write the replies, and only
-    /// then publish its events to the monitors.
+    /// The writer wrote a batch: its events go to the attached apps at once (a woken app waits
+    /// for them, and nothing else here needs to come first). It finished one: release its
+    /// replies, start the next one at once (the loop need not wait for a pass to keep the
+    /// commit thread busy), write the replies, and only then publish its events to the monitors.
     private func onCommitFinished() {
         // Drains the pipe first: a read answered after this still signals again.
-        let finished = host.writer?.takeFinished()
+        let progress = host.writer?.takeProgress()
+        if progress?.written != nil {
+            apply(host.commitWritten())
+            server.flush()
+        }
         feeds.readsFinished()
         reportQuarantined()
-        guard let finished else {
+        guard let finished = progress?.finished else {
             server.flush()
-            if server.takePassRequest() { requestPass() }
+            if server.takePassRequest() || apps.wantsPass { requestPass() }
             return
         }
         watchdog.commitFinished()
@@ -326,19 +335,25 @@ final class Daemon {
         let batches = unpublished
         unpublished.removeAll(keepingCapacity: true)
         for batch in batches {
-            publish(batch.events)
+            publish(batch.events, delivered: batch.delivered)
             host.recycle(events: batch.events, commandStarts: batch.starts)
         }
         host.releaseSavedData()
     }
 
-    private func publish(_ events: [LifecycleEvent]) {
+    private func publish(_ events: [LifecycleEvent], delivered: Bool) {
         guard !events.isEmpty else { return }
         host.metrics.observe(events)
+        if !delivered { deliverToAttached(events) }
+        feeds.publish(events)
+    }
+
+    /// A written batch's events to the attached apps, in commit order.
+    private func deliverToAttached(_ events: [LifecycleEvent]) {
+        guard !events.isEmpty else { return }
         // Before the app's process gets them: a resumed app is thawed first.
         if !apps.launches.isEmpty { apps.observeLaunches(events) }
         apps.publishToAttached(events)
-        feeds.publish(events)
     }
 
     /// Carries out what a commit settled.
@@ -348,7 +363,12 @@ final class Daemon {
         switch progress {
         case .nothing:
             return
+        case .written(let events):
+            deliverToAttached(events)
+            deliveredInFlight = true
         case .committed(let through, let events, let starts):
+            let delivered = deliveredInFlight
+            deliveredInFlight = false
             if !events.isEmpty {
                 logger.log(batch: through, events, commandStarts: starts, pressure: reclaim.level)
                 reclaim.noteActivations(events)
@@ -358,8 +378,9 @@ final class Daemon {
             logger.release(through: through)
             server.settle(through: through, failure: nil)
             // Published (and then recycled) once the replies are written: `publishCommitted`.
-            unpublished.append((events, starts))
+            unpublished.append((events, starts, delivered))
         case .failed(let through, let error):
+            deliveredInFlight = false
             logger.daemon(.err, MessageID.storageFailure,
                           "Commit to \(error.path) failed; those changes were not made and their callers were told: \(error.message)",
                           [("SCENED_STORE", error.path)])
@@ -367,7 +388,22 @@ final class Daemon {
             logger.release(through: through)
             server.settle(through: through, failure: Self.storageFailure(error))
             statusChanged()
+        case .unsynced(let error):
+            unsynced(error)
         }
+    }
+
+    /// A batch written but not made durable: its events are with the attached apps and in the
+    /// log, yet the disk may not hold it (Linux may drop the pages a failed sync could not
+    /// write, and a second sync would then report success). Neither its replies nor
+    /// StorageFailure ("not made") would be true: scened exits, as a crash would, and its
+    /// callers see their connections close unanswered; the service manager restarts it from
+    /// what the store holds.
+    private func unsynced(_ error: StoreError) -> Never {
+        logger.daemon(.crit, MessageID.storageFailure,
+                      "Commit to \(error.path) was written but could not be made durable; exiting, its callers unanswered: \(error.message)",
+                      [("SCENED_STORE", error.path)])
+        Diagnostics.fatal("a written commit could not be synced, exiting: \(error)")
     }
 
     private func reportQuarantined() {

@@ -1,6 +1,6 @@
 /// An interface for system tests only, served when the environment has SCENED_TEST_HOOKS=1
 /// (a production unit never sets it): it can make the loop hang or
-/// livelock and the commit thread stall, to prove the watchdog.
+/// livelock and the commit thread stall, to prove the watchdog and what a slow sync releases.
 public enum TestingInterface {
     public static let name = "io.scened.Testing"
 
@@ -18,5 +18,9 @@ method Livelock(seconds: int) -> ()
 
 # Makes the commit thread sleep this many seconds before its next commit.
 method StallCommit(seconds: int) -> ()
+
+# Makes the commit thread sleep this many seconds between writing its next commit and making
+# it durable (Durability=full): the batch's events reach attached apps, its replies wait.
+method StallSync(seconds: int) -> ()
 """
 }

@@ -2,10 +2,18 @@ import CSQLite
 import SceneCore
 
 extension SceneStore {
-    /// Writes the batch as ONE transaction and returns once it is committed (with the configured
-    /// durability). On any failure the transaction is rolled back, nothing of the batch remains,
-    /// the error names the file and the problem, and the store stays usable.
+    /// Writes the batch as ONE transaction and returns once it is committed with the configured
+    /// durability (`commitToLog`, then `syncLog`).
     public func commit(_ batch: StoreBatch) throws(StoreError) {
+        try commitToLog(batch)
+        try syncLog()
+    }
+
+    /// Writes the batch as ONE transaction and returns once COMMIT did: the batch is in the
+    /// write-ahead log, which a crash of the process cannot undo; under Durability=full it is
+    /// durable only after `syncLog`. On any failure the transaction is rolled back, nothing of
+    /// the batch remains, the error names the file and the problem, and the store stays usable.
+    public func commitToLog(_ batch: StoreBatch) throws(StoreError) {
         let (db, st) = try openConnection()
         let appsBefore = appsByRef.count
         let configurationsBefore = configurationsByRef.count

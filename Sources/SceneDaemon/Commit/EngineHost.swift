@@ -4,8 +4,9 @@ import SceneStore
 
 /// Owns the engine and carries out its effects. Changes wait in `pending`; at the end of a loop
 /// iteration they become one batch, committed in one transaction by the store's writer thread
-/// while the loop goes on with the next batch. Only when a batch is committed are its events
-/// published (monitors, journal) and the replies that depend on it released.
+/// while the loop goes on with the next batch. Once a batch is written its events may go to
+/// the attached apps; only when it is durable are its events published (monitors, journal)
+/// and the replies that depend on it released.
 ///
 /// Batches are numbered. A reply is tagged with the number of the batch being gathered when it
 /// was made, and released once every batch up to that number is committed: even a read-only
@@ -37,8 +38,9 @@ final class EngineHost {
     var gathering: UInt64 { pipeline.gathering }
     /// Every batch up to this one is committed (or settled by a failure).
     var committedThrough: UInt64 { pipeline.settledThrough }
-    /// What to publish when the batch in flight is committed.
-    private var inFlight: (events: [LifecycleEvent], commandStarts: [Int], nextSequence: UInt64)?
+    /// What to publish when the batch in flight is committed; `written`: it was reported
+    /// written (its events are in `recent` and behind `writtenNextSequence`).
+    private var inFlight: (events: [LifecycleEvent], commandStarts: [Int], nextSequence: UInt64, written: Bool)?
 
     /// Reads the payloads the engine left in the store; nil without a store (nothing is then
     /// ever left there).
@@ -58,6 +60,7 @@ final class EngineHost {
         // Without a store the ring is the only backlog there is: bounded by count alone.
         recent = RecentEvents(capacity: recentCapacity, payloadBudget: writer == nil ? .max : 4 << 20)
         committedNextSequence = engine.nextSequence
+        writtenNextSequence = engine.nextSequence
         effects.reserveCapacity(64)
     }
 
@@ -109,18 +112,24 @@ final class EngineHost {
     /// What a step of the commit pipeline settled.
     enum Progress {
         case nothing
-        /// Every batch up to `through` is committed; these events are now published.
+        /// The batch in flight is written (a crash of scened keeps it), not yet durable: these
+        /// events may go to the attached apps.
+        case written(events: [LifecycleEvent])
+        /// Every batch up to `through` is durable; these events are now published (those of a
+        /// batch reported `written` first are with the attached apps already).
         /// `commandStarts`: where each command's events begin.
         case committed(through: UInt64, events: [LifecycleEvent], commandStarts: [Int])
         /// The batches up to `through` are lost (the commit failed); their callers must be told.
         case failed(through: UInt64, StoreError)
+        /// The batch in flight is written but its sync failed: it cannot be answered either way.
+        case unsynced(StoreError)
     }
 
     /// At the end of a pass: hands what is pending to the writer, unless a batch is already
     /// being committed (then it keeps gathering: group commit grows under load).
     func startCommit() -> Progress {
         switch pipeline.batchReady(hasChanges: !pending.isEmpty) {
-        case .none, .fail:
+        case .none, .fail, .deliver, .unsynced:
             return .nothing
         case .settle(let through):
             // Nothing to write: settled at once (its replies may only read).
@@ -138,9 +147,10 @@ final class EngineHost {
             pending.removeAll()
             guard let writer else {
                 _ = pipeline.commitFinished(succeeded: true)
+                noteWritten(events, nextSequence: engine.nextSequence)
                 return published(number: number, events: events, commandStarts: starts, nextSequence: engine.nextSequence)
             }
-            inFlight = (events, starts, engine.nextSequence)
+            inFlight = (events, starts, engine.nextSequence, false)
             if savedData != nil {
                 for s in batch.sessions where s.savedDataVersion.hasLargePayload {
                     releasableInFlight.append((s.id, s.savedDataVersion))
@@ -159,6 +169,22 @@ final class EngineHost {
         }
     }
 
+    /// The writer wrote the batch in flight: in the log, which a crash of scened cannot undo,
+    /// so its events may go to the attached apps (an app reattaching reads them from the log;
+    /// backlogs read up to `writtenNextSequence`). Monitors and replies wait for durable.
+    func commitWritten() -> Progress {
+        guard var flight = inFlight, case .deliver = pipeline.commitWritten() else { return .nothing }
+        flight.written = true
+        inFlight = flight
+        noteWritten(flight.events, nextSequence: flight.nextSequence)
+        return .written(events: flight.events)
+    }
+
+    private func noteWritten(_ events: [LifecycleEvent], nextSequence: UInt64) {
+        writtenNextSequence = nextSequence
+        for e in events { recent.append(e) }
+    }
+
     /// The writer finished the batch in flight.
     func finishCommit(_ result: Result<Void, StoreError>) -> Progress {
         guard let flight = inFlight else { return .nothing }
@@ -169,6 +195,7 @@ final class EngineHost {
         case .settle(let through):
             releasable.append(contentsOf: releasableInFlight)
             releasableInFlight.removeAll(keepingCapacity: true)
+            if !flight.written { noteWritten(flight.events, nextSequence: flight.nextSequence) }
             return published(number: through, events: flight.events, commandStarts: flight.commandStarts,
                              nextSequence: flight.nextSequence)
         case .fail(let through):
@@ -179,9 +206,13 @@ final class EngineHost {
             releasable.removeAll()
             reloadAfterFailedCommit()
             committedNextSequence = engine.nextSequence
+            writtenNextSequence = engine.nextSequence
             guard case .failure(let error) = result else { return .nothing }
             return .failed(through: through, error)
-        case .none, .submit:
+        case .unsynced:
+            guard case .failure(let error) = result else { return .nothing }
+            return .unsynced(error)
+        case .none, .submit, .deliver:
             return .nothing
         }
     }
@@ -190,16 +221,21 @@ final class EngineHost {
                            nextSequence: UInt64) -> Progress {
         commits += 1
         committedNextSequence = nextSequence
-        for e in events { recent.append(e) }
         return .committed(through: number, events: events, commandStarts: commandStarts)
     }
 
-    /// Waits for the batch in flight (shutdown).
-    func drain() -> Progress {
-        guard inFlight != nil, let writer else { return .nothing }
+    /// Waits for the batch in flight (shutdown): what it reached, in order.
+    func drain() -> [Progress] {
+        guard inFlight != nil, let writer else { return [] }
         var pfd = pollfd(fd: writer.completionFD, events: Int16(POLLIN), revents: 0)
+        var reached: [Progress] = []
         while true {
-            if let finished = writer.takeFinished() { return finishCommit(finished.result) }
+            let progress = writer.takeProgress()
+            if progress.written != nil { reached.append(commitWritten()) }
+            if let finished = progress.finished {
+                reached.append(finishCommit(finished.result))
+                return reached
+            }
             _ = poll(&pfd, 1, 1000)
         }
     }
@@ -242,8 +278,12 @@ final class EngineHost {
         }
     }
 
-    /// The sequence number the next committed event will get: monitors see nothing beyond it.
+    /// The sequence number the next committed (durable) event will get: monitors see nothing
+    /// beyond it.
     private(set) var committedNextSequence: UInt64 = 1
+    /// The same for written events: attached apps see nothing beyond it. At least
+    /// `committedNextSequence`.
+    private(set) var writtenNextSequence: UInt64 = 1
 
     /// The oldest sequence number a monitor may still start from.
     var oldestKeptSequence: UInt64 {
@@ -266,11 +306,21 @@ final class EngineHost {
         case pending
     }
 
-    /// Committed events with seq ≥ `from`, oldest first: from memory when it has them, else
-    /// read from the store's log by the commit thread (the loop never waits for SQLite).
-    func committedEvents(from seq: UInt64, limit: Int, token: UInt64) -> Backlog {
-        if seq >= committedNextSequence { return .events([]) }
-        if let oldest = recent.oldestSequence, seq >= oldest { return .events(recent.events(from: seq, limit: limit)) }
+    /// Where a stream's events end: a monitor's at the durable ones, an attached app's at the
+    /// written ones.
+    func nextSequence(attached: Bool) -> UInt64 { attached ? writtenNextSequence : committedNextSequence }
+
+    /// Committed events with seq ≥ `from` (written ones too if `attached`), oldest first: from
+    /// memory when it has them, else read from the store's log by the commit thread (the loop
+    /// never waits for SQLite). A read may return events beyond the bound: the reader drops them.
+    func committedEvents(from seq: UInt64, limit: Int, token: UInt64, attached: Bool = false) -> Backlog {
+        let bound = nextSequence(attached: attached)
+        if seq >= bound { return .events([]) }
+        if let oldest = recent.oldestSequence, seq >= oldest {
+            // The ring's numbers are consecutive: this stops at the bound.
+            let events = recent.events(from: seq, limit: min(limit, Int(clamping: bound - seq)))
+            return .events(events.last.map { $0.seq < bound } ?? true ? events : events.filter { $0.seq < bound })
+        }
         if let unavailable = checkAvailable(from: seq) { return .unavailable(unavailable) }
         guard let writer else { return .events(recent.events(from: seq, limit: limit)) }
         writer.submitRead(.events(after: seq == 0 ? 0 : seq - 1, limit: limit), token: token)

@@ -6,7 +6,9 @@ import SystemdKit
 
 /// Commits batches on a thread of its own, so that the event loop keeps parsing, applying and
 /// answering calls (for the next batch) while SQLite writes and fsyncs the previous one. One
-/// batch is in flight at a time; the loop learns of its completion through a pipe it watches.
+/// batch is in flight at a time; the loop learns of its progress through a pipe it watches:
+/// written (COMMIT returned: a crash of scened keeps it), then finished (durable, or failed).
+/// Under Durability=full the two are a fdatasync apart; otherwise they come together.
 ///
 /// Reads the loop needs (a monitor's backlog from the event log, history for an exported
 /// trace) are queued here too and answered the same way, so the loop never waits for SQLite
@@ -20,6 +22,8 @@ final class StoreWriter: @unchecked Sendable {
     private let storeLock = Locked(())
     private let slotLock = Locked(())
     private var queued: (number: UInt64, batch: StoreBatch)?
+    /// The batch in flight is written; not yet taken by the loop.
+    private var written: UInt64?
     private var finished: (number: UInt64, result: Result<Void, StoreError>)?
     /// The last committed batch, handed back so that the next one can be built in its arrays
     /// (reallocating them per batch maps and faults in fresh memory each time).
@@ -31,6 +35,8 @@ final class StoreWriter: @unchecked Sendable {
     private var stopping = false
     /// Test hook: seconds to sleep before the next commit.
     private var stall: UInt32 = 0
+    /// Test hook: seconds to sleep between the next commit's write and its sync.
+    private var stallSync: UInt32 = 0
     /// loop → writer: "a batch is queued" (or "stop").
     private var wake: (read: Int32, write: Int32) = (-1, -1)
     /// writer → loop: "a batch is done"; the loop watches `completionFD`.
@@ -54,7 +60,7 @@ final class StoreWriter: @unchecked Sendable {
         for fd in [wake.read, wake.write, done.read, done.write] where fd >= 0 { close(fd) }
     }
 
-    /// Readable when a batch has finished: the loop then calls `takeFinished`.
+    /// Readable when a batch was written or has finished: the loop then calls `takeProgress`.
     var completionFD: Int32 { done.read }
 
     func start() throws {
@@ -89,14 +95,17 @@ final class StoreWriter: @unchecked Sendable {
         signal(wake.write)
     }
 
-    /// The finished batch, if any (called when `completionFD` is readable).
-    func takeFinished() -> (number: UInt64, result: Result<Void, StoreError>)? {
+    /// What the batch in flight reached since the last call (called when `completionFD` is
+    /// readable): whether it was written, and its end. Both may come at once.
+    func takeProgress() -> (written: UInt64?, finished: (number: UInt64, result: Result<Void, StoreError>)?) {
         var byte: UInt8 = 0
         while read(done.read, &byte, 1) > 0 {}
         return slotLock.withLock { _ in
-            let result = finished
-            finished = nil
-            return result
+            defer {
+                written = nil
+                finished = nil
+            }
+            return (written, finished)
         }
     }
 
@@ -117,6 +126,12 @@ final class StoreWriter: @unchecked Sendable {
     /// Test hook: the next commit waits `seconds` first, as a stuck disk would make it.
     func stallNextCommit(seconds: UInt32) {
         slotLock.withLock { _ in stall = seconds }
+    }
+
+    /// Test hook: the next commit, once written, waits `seconds` before its sync, as a slow
+    /// disk would make it (Durability=full).
+    func stallNextSync(seconds: UInt32) {
+        slotLock.withLock { _ in stallSync = seconds }
     }
 
     /// Lets the queued batch finish, then ends the thread.
@@ -153,20 +168,40 @@ final class StoreWriter: @unchecked Sendable {
                 signal(done.write)
             }
             if pause > 0 { sleep(pause) }
-            if let job {
-                let (result, oldest) = storeLock.withLock { _ -> (Result<Void, StoreError>, UInt64?) in
-                    (Result { () throws(StoreError) in try store.commit(job.batch) }, store.oldestLoggedSequence)
-                }
-                slotLock.withLock { _ in
-                    finished = (job.number, result)
-                    // An outsized batch's arrays go back to the allocator, not to the next batch.
-                    spent = job.batch.isOrdinary ? job.batch : nil
-                    oldestLogged = oldest
-                }
-                signal(done.write)
-            }
+            if let job { commit(job) }
             if stop || n == 0 { return }
         }
+    }
+
+    /// Writes one batch, reports it written, makes it durable and reports that. Without a
+    /// sync to wait for, both are reported with one signal.
+    private func commit(_ job: (number: UInt64, batch: StoreBatch)) {
+        let (result, oldest, syncs) = storeLock.withLock { _ -> (Result<Void, StoreError>, UInt64?, Bool) in
+            (Result { () throws(StoreError) in try store.commitToLog(job.batch) }, store.oldestLoggedSequence,
+             store.durability.syncsAfterCommit)
+        }
+        var outcome = result
+        if case .success = result {
+            let pause = slotLock.withLock { _ in
+                written = job.number
+                oldestLogged = oldest
+                defer { stallSync = 0 }
+                return stallSync
+            }
+            if syncs {
+                // The loop hands the batch's events to the attached apps while the disk syncs.
+                signal(done.write)
+                if pause > 0 { sleep(pause) }
+                outcome = storeLock.withLock { _ in Result { () throws(StoreError) in try store.syncLog() } }
+            }
+        }
+        slotLock.withLock { _ in
+            finished = (job.number, outcome)
+            // An outsized batch's arrays go back to the allocator, not to the next batch.
+            spent = job.batch.isOrdinary ? job.batch : nil
+            oldestLogged = oldest
+        }
+        signal(done.write)
     }
 
     private func signal(_ fd: Int32) {

@@ -14,7 +14,8 @@ extension MethodDispatcher {
             throw Self.appError("AlreadyAttached", app, [("pid", .int(Int64(existing.pid)))],
                                 "\(app) already has a process attached (pid \(existing.pid))")
         }
-        let committed = host.committedNextSequence
+        // An app's events go out once written (a Monitor's once durable): where they stand.
+        let committed = host.writtenNextSequence
         var stream = MonitorStream(app: app, session: nil, backlogNext: nil, liveFrom: committed, attached: true)
         let resuming = c.p.has("since")
         if resuming {

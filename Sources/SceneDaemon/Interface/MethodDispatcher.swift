@@ -182,6 +182,9 @@ final class MethodDispatcher {
         case TestingInterface.name + ".StallCommit":
             Diagnostics.warning("test hook: stalling the commit thread for \(seconds) s")
             host.writer?.stallNextCommit(seconds: UInt32(max(0, min(seconds, 3600))))
+        case TestingInterface.name + ".StallSync":
+            Diagnostics.warning("test hook: stalling the next commit's sync for \(seconds) s")
+            host.writer?.stallNextSync(seconds: UInt32(max(0, min(seconds, 3600))))
         default:
             return fail(call, conn, .methodNotFound(call.method))
         }

@@ -60,7 +60,8 @@ final class StreamFeeds {
             }
         case .monitor(var monitor):
             guard let from = monitor.backlogNext, !monitor.awaitingRead else { return }
-            switch host.committedEvents(from: from, limit: Self.eventsPerBatch, token: UInt64(conn.number)) {
+            switch host.committedEvents(from: from, limit: Self.eventsPerBatch, token: UInt64(conn.number),
+                                        attached: monitor.attached) {
             case .events(let events):
                 deliverBacklog(events, to: conn, monitor: &monitor)
             case .pending:
@@ -74,7 +75,7 @@ final class StreamFeeds {
                     return
                 }
                 monitor.backlogNext = nil
-                monitor.liveFrom = host.committedNextSequence
+                monitor.liveFrom = host.nextSequence(attached: monitor.attached)
             }
             if !conn.isClosed, conn.stream != nil { conn.stream = .monitor(monitor) }
         case .export(let export):
@@ -86,8 +87,12 @@ final class StreamFeeds {
 
     /// Sends a piece of a monitor's backlog and moves it on (or to live once caught up). What it
     /// sends comes off what it is behind by before it is queued, so that the two together never
-    /// count an event twice against MaxOutputPerConnection.
-    private func deliverBacklog(_ events: [LifecycleEvent], to conn: ClientConnection, monitor: inout MonitorStream) {
+    /// count an event twice against MaxOutputPerConnection. Events at or past where its live
+    /// events begin (a read the commit thread answered after a later commit) are left to the
+    /// live feed: sent here too, they would arrive twice.
+    private func deliverBacklog(_ read: [LifecycleEvent], to conn: ClientConnection, monitor: inout MonitorStream) {
+        let bound = host.nextSequence(attached: monitor.attached)
+        let events = read.last.map { $0.seq < bound } ?? true ? read : read.filter { $0.seq < bound }
         for e in events where monitor.matches(e) {
             if monitor.attached {
                 apps.sendAppEvent(e, to: conn)
@@ -100,11 +105,11 @@ final class StreamFeeds {
             server.appendOutput(conn, bytes)
             if conn.isClosed || !conn.machine.streaming { return }
         }
-        if let last = events.last, last.seq + 1 < host.committedNextSequence {
+        if events.count == read.count, let last = events.last, last.seq + 1 < bound {
             monitor.backlogNext = last.seq + 1
         } else {
             monitor.backlogNext = nil
-            monitor.liveFrom = host.committedNextSequence
+            monitor.liveFrom = bound
             monitor.fellBehind = false
             conn.behindBytes = 0
         }
@@ -128,7 +133,7 @@ final class StreamFeeds {
             case .failure(let error):
                 Diagnostics.error("reading the event log: \(error)")
                 monitor.backlogNext = nil
-                monitor.liveFrom = host.committedNextSequence
+                monitor.liveFrom = host.nextSequence(attached: monitor.attached)
                 monitor.fellBehind = false
                 conn.behindBytes = 0
             }
