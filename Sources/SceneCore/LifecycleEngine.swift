@@ -269,23 +269,13 @@ public struct LifecycleEngine: Sendable {
             try updateSession(id, effects: &effects) { $0.userInfo = info }
             return .done
         case .setFootprint(let id, let bytes):
-            let old = try openSession(id)
-            try Self.checkFootprint(bytes)
-            if old.condition == .live { residentBytes = residentBytes &- old.footprint &+ bytes }
-            sessions.values[sessions.index(forKey: id)!].footprint = bytes
-            effects.append(.sessionChanged(id))
+            try setFootprint(id, bytes, effects: &effects)
             return .done
         case .setProtected(let id, let flag):
             try updateSession(id, effects: &effects) { $0.isProtected = flag }
             return .done
         case .setAppFootprint(let app, let bytes):
-            guard let slot = apps.slot(of: app) else { throw .noSuchApp(app) }
-            try Self.checkFootprint(bytes)
-            if apps.records[slot].process != .notRunning {
-                residentBytes = residentBytes &- apps.records[slot].baseFootprint &+ bytes
-            }
-            apps.records[slot].baseFootprint = bytes
-            effects.append(.appChanged(app))
+            try setAppFootprint(app, bytes, effects: &effects)
             return .done
         case .beginTask(let request):
             return .task(try beginTask(request, effects: &effects))
@@ -515,5 +505,27 @@ extension LifecycleEngine {
         var n = 0
         for app in apps.records { n += Int(app.activeScenes) }
         return n
+    }
+}
+
+extension LifecycleEngine {
+    /// What a connected scene holds: a live session's change moves the resident total.
+    mutating func setFootprint(_ id: SessionID, _ bytes: UInt64, effects: inout [Effect]) throws(LifecycleError) {
+        let old = try openSession(id)
+        try Self.checkFootprint(bytes)
+        if old.condition == .live { residentBytes = residentBytes &- old.footprint &+ bytes }
+        sessions.values[sessions.index(forKey: id)!].footprint = bytes
+        effects.append(.sessionChanged(id))
+    }
+
+    /// What the process holds apart from its scenes: counted only while it runs.
+    mutating func setAppFootprint(_ app: AppID, _ bytes: UInt64, effects: inout [Effect]) throws(LifecycleError) {
+        guard let slot = apps.slot(of: app) else { throw .noSuchApp(app) }
+        try Self.checkFootprint(bytes)
+        if apps.records[slot].process != .notRunning {
+            residentBytes = residentBytes &- apps.records[slot].baseFootprint &+ bytes
+        }
+        apps.records[slot].baseFootprint = bytes
+        effects.append(.appChanged(app))
     }
 }
