@@ -19,9 +19,10 @@ public enum UnixSocket {
     ///
     /// The parent directory is created (mode 0755) if missing. An existing socket at `path` is
     /// probed: if nobody accepts (ECONNREFUSED) it is stale and replaced, otherwise another
-    /// instance serves there and `.addressInUse` is thrown. The node gets exactly `mode` because
-    /// bind runs under a temporary umask; umask is process-wide, so avoid creating files on
-    /// other threads meanwhile.
+    /// instance serves there and `.addressInUse` is thrown. The node gets exactly `mode`: it is
+    /// set with chmod between bind and listen, when nobody can connect yet (a connect to a
+    /// socket that does not listen is refused). Not with a temporary umask: umask is
+    /// process-wide, and a process started on another thread meanwhile would inherit it.
     public static func listen(path: String, mode: mode_t = 0o666, backlog: Int32 = 128) throws(SocketError) -> Int32 {
         var address = try makeAddress(path)
         try createParentDirectories(of: path)
@@ -30,14 +31,18 @@ public enum UnixSocket {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { throw .system(operation: "socket", path: path, errno: Glibc.errno) }
 
-        let oldMask = umask(~mode & 0o777)
         let bound = withSockaddr(&address) { bind(fd, $0, $1) }
         let bindErrno = Glibc.errno
-        umask(oldMask)
         guard bound == 0 else {
             close(fd)
             if bindErrno == EADDRINUSE { throw .addressInUse(path: path) }
             throw .system(operation: "bind", path: path, errno: bindErrno)
+        }
+        guard chmod(path, mode) == 0 else {
+            let code = Glibc.errno
+            close(fd)
+            unlink(path)
+            throw .system(operation: "chmod", path: path, errno: code)
         }
         guard Glibc.listen(fd, backlog) == 0 else {
             let code = Glibc.errno

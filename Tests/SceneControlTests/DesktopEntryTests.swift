@@ -75,8 +75,6 @@ import Varlink
         let directory = scratch.path + "/share/applications"
         let both = try DesktopEntries.generate([Self.route("notes", "org.example.notes"), Self.route("maps", "com.example.maps")],
                                                exec: Self.exec, socket: Self.socket)
-        let old = umask(0o077)
-        defer { umask(old) }
         let first = try DesktopDirectory.write(both.files, into: directory)
         #expect(first == .init(written: ["mimeinfo.cache", "scened-com.example.maps.desktop", "scened-org.example.notes.desktop"], removed: []))
         for name in first.written { #expect(Self.mode(directory + "/" + name) == 0o644, "\(name) is readable by everyone") }
