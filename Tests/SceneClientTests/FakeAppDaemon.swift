@@ -20,6 +20,8 @@ final class FakeAppDaemon: @unchecked Sendable {
     private let refuseStateOnce: Bool
     /// Messages sent as they are after the scripted events (a malformed one, say).
     private let rawTail: [String]
+    /// Whether the raw tail may go (releaseTail): held, it waits for the test to say when.
+    private let tailGate: Locked<Bool>
     /// The reply to a method (its short name): parameters, or an error with "error" set.
     private let replies: [String: JSONObject]
     private let attachCount = Locked(0)
@@ -35,8 +37,9 @@ final class FakeAppDaemon: @unchecked Sendable {
     var attaches: Int { attachCount.withLock { $0 } }
 
     init(directory: String, events: [JSONObject], refuseStateOnce: Bool = false, rawTail: [String] = [],
-         replies: [String: JSONObject] = [:]) throws {
+         holdTail: Bool = false, replies: [String: JSONObject] = [:]) throws {
         self.replies = replies
+        tailGate = Locked(!holdTail)
         path = directory + "/fake-scened.sock"
         self.events = events
         self.refuseStateOnce = refuseStateOnce
@@ -47,6 +50,18 @@ final class FakeAppDaemon: @unchecked Sendable {
         guard bound == 0, listen(listener, 8) == 0 else { throw TestFailure("bind/listen \(path): errno \(errno)") }
         let thread = Thread { [self] in acceptLoop() }
         thread.start()
+    }
+
+    /// Lets a held raw tail go.
+    func releaseTail() { tailGate.withLock { $0 = true } }
+
+    /// Until releaseTail or stop, at most two minutes: a test that never releases fails on
+    /// what the tail should have caused, not by hanging.
+    private func waitForTail() {
+        for _ in 0..<12_000 {
+            if tailGate.withLock({ $0 }) || open.withLock({ $0.stopped }) { return }
+            usleep(10_000)
+        }
     }
 
     /// Ends every connection and the listener (the threads end with them).
@@ -111,7 +126,9 @@ final class FakeAppDaemon: @unchecked Sendable {
             ]], "continues": true]]
             attachCount.withLock { $0 += 1 }
             for e in events { replies.append(["parameters": ["event": .object(e)], "continues": true]) }
-            return replies.allSatisfy { send($0, fd) } && rawTail.allSatisfy { sendBytes(Array($0.utf8) + [0], fd) }
+            guard replies.allSatisfy({ send($0, fd) }) else { return false }
+            waitForTail()
+            return rawTail.allSatisfy { sendBytes(Array($0.utf8) + [0], fd) }
         }
         if method == "org.varlink.service.GetInterfaceDescription" {
             // Clients that build their calls from the text (Python's varlink) ask for it first.

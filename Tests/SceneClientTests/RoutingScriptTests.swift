@@ -264,11 +264,16 @@ extension RoutingHangTests {
         let daemon = try FakeAppDaemon(directory: directory.path, events: Array(RoutingScriptTests.script.prefix(5)) + [
             e(6, "openURLContexts", "s1", "foregroundActive", false, ["urlContexts": RoutingScriptTests.urls([("fake:forever", nil)])]),
             e(7, "didBecomeActive", "s1", "foregroundActive", false, [:]),
-        ], rawTail: [#"{"error":"io.scened.App.Terminated","parameters":{"app":"org.example.fake","reason":"hung","message":"missed a deadline"}}"#])
+        ], rawTail: [#"{"error":"io.scened.App.Terminated","parameters":{"app":"org.example.fake","reason":"hung","message":"missed a deadline"}}"#],
+           holdTail: true)
         defer { daemon.stop() }
         // Held for an hour: as good as never.
         let running = RunningApp(app: "org.example.fake", socketPath: daemon.path, requestSceneAtLaunch: false,
                                  hold: ["openURLContexts": .seconds(3600)])
+        // Terminated goes once the app is inside the handler it never leaves: sent with the
+        // events, it could end a run on a loaded machine before that handler began.
+        try await eventually("the hung handler") { running.recorder.callbacks.last == "openURLContexts s1" }
+        daemon.releaseTail()
         let start = ContinuousClock.now
         #expect(try await running.ending(seconds: 120) == .terminated(reason: "hung"))
         let waited = ContinuousClock.now - start
