@@ -110,7 +110,7 @@ public final class SceneApplication {
     /// application(_:configurationForConnecting:options:) has its own factory.
     /// Throws `SceneClientError` when scened cannot be reached or refuses the attach. When scened
     /// terminates the process as hung while a callback still runs and does not return, run()
-    /// returns `.terminated` about two seconds later without it, and delivers nothing more.
+    /// returns `.terminated` about ten seconds later without it, and delivers nothing more.
     @discardableResult
     public func run(delegate: any ApplicationDelegate,
                     sceneDelegate: @escaping @MainActor @Sendable (SceneSession) -> any SceneDelegate) async throws -> SceneApplicationEnding {
@@ -149,7 +149,7 @@ public final class SceneApplication {
     }
 
     /// A callback that never returns must not keep alive the process scened ended (terminated
-    /// as hung): once the loop has made no progress for two seconds of checks that ran on time
+    /// as hung): once the loop has made no progress for ten seconds of checks that ran on time
     /// (a late check means the main actor was busy, not that the callback hangs), run()
     /// returns without it.
     private func watchForHang(run: Int, ending: SceneApplicationEnding, once: ResumeOnce<Result<SceneApplicationEnding, SceneClientError>>,
@@ -158,7 +158,7 @@ public final class SceneApplication {
         let now = ContinuousClock.now
         let still = seen == itemsDelivered && now - last < .milliseconds(400)
         let quiet = still ? quiet + (now - last) : .zero
-        guard quiet < .seconds(2) else {
+        guard quiet < .seconds(10) else {
             log("a callback has not returned since scened terminated this process: run() returns without it")
             return once.resume(.success(ending))
         }
