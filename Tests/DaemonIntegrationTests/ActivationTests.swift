@@ -27,7 +27,7 @@ import Varlink
         return child
     }
 
-    @Test(.timeLimit(.minutes(1))) func servesTheSocketNamedVarlinkAndClosesTheOthers() throws {
+    @Test(.timeLimit(.minutes(5))) func servesTheSocketNamedVarlinkAndClosesTheOthers() throws {
         let dir = TemporaryDirectory(prefix: "scened-activation")
         defer { dir.remove() }
         let child = try activate(names: "metrics:varlink", trigger: "varlink", in: dir)
@@ -47,7 +47,7 @@ import Varlink
         try ScenedLaunch.stop(child, timeout: 15)
     }
 
-    @Test(.timeLimit(.minutes(1))) func refusesToStartWithoutASocketNamedVarlink() throws {
+    @Test(.timeLimit(.minutes(5))) func refusesToStartWithoutASocketNamedVarlink() throws {
         let dir = TemporaryDirectory(prefix: "scened-activation")
         defer { dir.remove() }
         let child = try activate(names: "metrics:admin", trigger: "metrics", in: dir)

@@ -112,7 +112,7 @@ struct InterruptCommandTests {
     }
 
     @Test("a user who is not an administrator is refused with exit status 5, and nothing is run",
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(5)))
     func aNonAdministratorIsRefused() throws {
         try #require(getuid() == 0, "needs root, to run scenectl as nobody")
         let (daemon, events) = try Self.setUp()
@@ -136,7 +136,7 @@ struct InterruptCommandTests {
     }
 
     @Test("SIGKILL of the scenectl holding an interruption ends it: its connection closes",
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(5)))
     func killingTheHolderEndsIt() throws {
         let (daemon, events) = try Self.setUp()
         defer { events.close(); try? daemon.stop() }
