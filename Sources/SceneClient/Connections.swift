@@ -99,14 +99,10 @@ final class AttachReader: @unchecked Sendable {
     let connectTimeout: Duration
     let reattachTimeout: Duration
     let log: @Sendable (String) -> Void
-    /// scened ended the attachment with Terminated: told at once, apart from the ordered stream,
-    /// which may be held up behind a callback that does not return.
-    let terminated: @Sendable (SceneApplicationEnding) -> Void
 
     init(app: String, path: @escaping @Sendable () -> String, state: Locked<AttachState>, requests: RequestChannel,
          continuation: AsyncStream<Inbound>.Continuation, connectTimeout: Duration, reattachTimeout: Duration,
-         log: @escaping @Sendable (String) -> Void, terminated: @escaping @Sendable (SceneApplicationEnding) -> Void) {
-        self.terminated = terminated
+         log: @escaping @Sendable (String) -> Void) {
         self.app = app
         self.path = path
         self.state = state
@@ -263,9 +259,7 @@ final class AttachReader: @unchecked Sendable {
         let generation = state.withLock { $0.generation }
         switch short {
         case "Terminated":
-            let ending = SceneApplicationEnding.terminated(reason: error.parameters["reason"]?.stringValue ?? "hung")
-            finish(.ended(ending))
-            terminated(ending)
+            finish(.ended(.terminated(reason: error.parameters["reason"]?.stringValue ?? "hung")))
             return .finished
         case "AlreadyAttached" where generation > 0:
             // The daemon has not yet seen this process's previous connection close.

@@ -79,10 +79,6 @@ public final class SceneApplication {
     /// Activation conditions that did not reach scened (it was away): scene instance by session.
     let unsentConditions = Locked<[String: Int64]>([:])
     private var running = false
-    /// Which run() delivers now; a loop of an earlier one (left behind a hung callback) stops.
-    private var runNumber = 0
-    /// Items the loop finished: progress, for watchForHang.
-    private var itemsDelivered = 0
     private var ending: SceneApplicationEnding?
 
     public init(app: String, options: Options = Options()) {
@@ -108,9 +104,7 @@ public final class SceneApplication {
     /// Attaches and delivers callbacks until the app detaches or is terminated (UIApplicationMain).
     /// `sceneDelegate` makes each scene's delegate unless the configuration returned by
     /// application(_:configurationForConnecting:options:) has its own factory.
-    /// Throws `SceneClientError` when scened cannot be reached or refuses the attach. When scened
-    /// terminates the process as hung while a callback still runs and does not return, run()
-    /// returns `.terminated` about ten seconds later without it, and delivers nothing more.
+    /// Throws `SceneClientError` when scened cannot be reached or refuses the attach.
     @discardableResult
     public func run(delegate: any ApplicationDelegate,
                     sceneDelegate: @escaping @MainActor @Sendable (SceneSession) -> any SceneDelegate) async throws -> SceneApplicationEnding {
@@ -122,57 +116,16 @@ public final class SceneApplication {
         let explicit = options.socketPath
         let environment = ProcessInfo.processInfo.environment
         let app = appIdentifier
-        runNumber += 1
-        let run = runNumber
+        let reader = AttachReader(app: app, path: { SceneSocket.resolve(explicit: explicit, environment: environment) },
+                                  state: shared, requests: requests, continuation: continuation,
+                                  connectTimeout: options.connectTimeout, reattachTimeout: options.reattachTimeout,
+                                  log: { [weak self] in self?.log($0) })
+        reader.start()
         defer {
             running = false
             scenesBySession = [:]
         }
-        let outcome = await withCheckedContinuation { (done: CheckedContinuation<Result<SceneApplicationEnding, SceneClientError>, Never>) in
-            let once = ResumeOnce(done)
-            let reader = AttachReader(app: app, path: { SceneSocket.resolve(explicit: explicit, environment: environment) },
-                                      state: shared, requests: requests, continuation: continuation,
-                                      connectTimeout: options.connectTimeout, reattachTimeout: options.reattachTimeout,
-                                      log: { [weak self] in self?.log($0) },
-                                      terminated: { [weak self] ending in
-                                          DispatchQueue.main.async {
-                                              MainActor.assumeIsolated { self?.watchForHang(run: run, ending: ending, once: once) }
-                                          }
-                                      })
-            reader.start()
-            Task { @MainActor in once.resume(await self.deliver(stream, run: run)) }
-        }
-        // The callbacks still queued (behind one that hangs) are not delivered.
-        runNumber += 1
-        ending = nil
-        return try outcome.get()
-    }
-
-    /// A callback that never returns must not keep alive the process scened ended (terminated
-    /// as hung): once the loop has made no progress for ten seconds of checks that ran on time
-    /// (a late check means the main actor was busy, not that the callback hangs), run()
-    /// returns without it.
-    private func watchForHang(run: Int, ending: SceneApplicationEnding, once: ResumeOnce<Result<SceneApplicationEnding, SceneClientError>>,
-                              seen: Int? = nil, quiet: Duration = .zero, last: ContinuousClock.Instant = .now) {
-        guard run == runNumber else { return }
-        let now = ContinuousClock.now
-        let still = seen == itemsDelivered && now - last < .milliseconds(400)
-        let quiet = still ? quiet + (now - last) : .zero
-        guard quiet < .seconds(10) else {
-            log("a callback has not returned since scened terminated this process: run() returns without it")
-            return once.resume(.success(ending))
-        }
-        let progress = itemsDelivered
-        DispatchQueue.main.asyncAfter(deadline: .now() + .milliseconds(200)) { [weak self] in
-            MainActor.assumeIsolated { self?.watchForHang(run: run, ending: ending, once: once, seen: progress, quiet: quiet, last: now) }
-        }
-    }
-
-    /// The attach's items, in order, one at a time, until it ends (or run() has returned).
-    private func deliver(_ stream: AsyncStream<Inbound>, run: Int) async -> Result<SceneApplicationEnding, SceneClientError> {
         for await item in stream {
-            guard run == runNumber else { break }
-            defer { itemsDelivered += 1 }
             switch item {
             case .attached(_, _, let reattach):
                 if reattach { resendActivationConditions() }
@@ -187,12 +140,14 @@ public final class SceneApplication {
             case .notice(let notice):
                 await answer(notice)
             case .ended(let how):
-                return .success(ending ?? how)
+                let result = ending ?? how
+                ending = nil
+                return result
             case .failed(let error):
-                return .failure(error)
+                throw error
             }
         }
-        return .success(ending ?? .detached)
+        return ending ?? .detached
     }
 
     private func detachQuietly() async {
@@ -441,20 +396,5 @@ public final class SceneApplication {
         if let overrun, let delegate {
             await delegate.application(self, didOverrunDeadline: overrun)
         }
-    }
-}
-
-/// Resumes a continuation once, whichever of its resumers comes first.
-final class ResumeOnce<Value: Sendable>: Sendable {
-    private let state: Locked<CheckedContinuation<Value, Never>?>
-
-    init(_ continuation: CheckedContinuation<Value, Never>) { state = Locked(continuation) }
-
-    func resume(_ value: Value) {
-        let continuation = state.withLock { c -> CheckedContinuation<Value, Never>? in
-            defer { c = nil }
-            return c
-        }
-        continuation?.resume(returning: value)
     }
 }

@@ -255,35 +255,6 @@ struct RoutingHangTests {
     }
 }
 
-extension RoutingHangTests {
-    @Test("a handler that never returns: when scened terminates the app as hung, run() returns without it", .timeLimit(.minutes(10)))
-    func terminatedWhileHung() async throws {
-        let directory = TemporaryDirectory(prefix: "scene-client-hang")
-        defer { directory.remove() }
-        let e = RoutingScriptTests.e
-        let daemon = try FakeAppDaemon(directory: directory.path, events: Array(RoutingScriptTests.script.prefix(5)) + [
-            e(6, "openURLContexts", "s1", "foregroundActive", false, ["urlContexts": RoutingScriptTests.urls([("fake:forever", nil)])]),
-            e(7, "didBecomeActive", "s1", "foregroundActive", false, [:]),
-        ], rawTail: [#"{"error":"io.scened.App.Terminated","parameters":{"app":"org.example.fake","reason":"hung","message":"missed a deadline"}}"#],
-           holdTail: true)
-        defer { daemon.stop() }
-        // Held for an hour: as good as never.
-        let running = RunningApp(app: "org.example.fake", socketPath: daemon.path, requestSceneAtLaunch: false,
-                                 hold: ["openURLContexts": .seconds(3600)])
-        // Terminated goes once the app is inside the handler it never leaves: sent with the
-        // events, it could end a run on a loaded machine before that handler began.
-        try await eventually("the hung handler") { running.recorder.callbacks.last == "openURLContexts s1" }
-        daemon.releaseTail()
-        let start = ContinuousClock.now
-        #expect(try await running.ending(seconds: 120) == .terminated(reason: "hung"))
-        let waited = ContinuousClock.now - start
-        #expect(waited < .seconds(60), "\(waited)")
-        #expect(running.recorder.callbacks.last == "openURLContexts s1", "nothing after the hung callback: \(running.recorder.callbacks)")
-        #expect(running.recorder.seqs == Array(1...6))
-        #expect(!running.application.isAttached)
-    }
-}
-
 @MainActor
 final class QuietAppDelegate: ApplicationDelegate {}
 
