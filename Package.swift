@@ -106,7 +106,7 @@ let package = Package(
         // The Cockpit page (cockpit/scened) in headless Chromium against cockpit-ws and scened;
         // the browser script is Tests/Cockpit/cockpit_page_test.py (needs root: a test user).
         .testTarget(name: "CockpitTests", dependencies: ["Varlink", "ScenedTestSupport"]),
-        .testTarget(name: "SceneDaemonTests", dependencies: ["SceneDaemon", "SceneCore", "SystemdKit", "SceneTrace", "SceneReplay",
-                                                           "ScenedTestSupport"]),
+        .testTarget(name: "SceneDaemonTests", dependencies: ["SceneDaemon", "SceneCore", "SceneStore", "SystemdKit", "SceneTrace",
+                                                           "SceneReplay", "Locking", "ScenedTestSupport"]),
     ]
 )

@@ -42,6 +42,12 @@ public final class Locked<Value>: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         return try body(&storage.value)
     }
+
+    public func withLockIfAvailable<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result? {
+        guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&storage.value)
+    }
 #else
     private let mutex = Mutex<Void>(())
     private var value: Value
@@ -50,6 +56,11 @@ public final class Locked<Value>: @unchecked Sendable {
 
     public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         try mutex.withLock { _ in try body(&value) }
+    }
+
+    /// `withLock` if no other thread holds the lock; nil (and `body` not run) if one does.
+    public func withLockIfAvailable<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result? {
+        try mutex.withLockIfAvailable { _ in try body(&value) }
     }
 #endif
 }

@@ -12,6 +12,8 @@ import SceneCore
 final class SQLiteConnection {
     let handle: OpaquePointer
     let path: String
+    /// The log's length after each commit (`watchLog`), kept alive with the connection.
+    private(set) var log: LogWatch?
 
     /// Opens an existing file only (no SQLITE_OPEN_CREATE): the store creates the file itself, so
     /// SQLite can never make a new database where an old one was expected.
@@ -35,6 +37,16 @@ final class SQLiteConnection {
 
     func close() {
         sqlite3_close_v2(handle)
+    }
+
+    /// Replaces SQLite's autocheckpoint with a hook that does the same (a passive checkpoint
+    /// once the log holds `checkpointAt` frames) and also records the log's length, so that
+    /// the store can tell whether its next commit may run a checkpoint.
+    func watchLog(checkpointAt: Int32) -> LogWatch {
+        let watch = LogWatch(checkpointAt: checkpointAt)
+        log = watch
+        sqlite3_wal_hook(handle, logHook, Unmanaged.passUnretained(watch).toOpaque())
+        return watch
     }
 
     func error(_ code: Int32, _ context: String) -> StoreError {
@@ -180,4 +192,27 @@ struct Statement {
         guard let p = sqlite3_column_blob(handle, c) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
         return UnsafeRawBufferPointer(start: p, count: Int(sqlite3_column_bytes(handle, c)))
     }
+}
+
+/// The write-ahead log's length in frames as of the last commit (SQLite's WAL hook).
+final class LogWatch {
+    let checkpointAt: Int32
+    /// Unknown until the first commit reports it: a log left from before may be long.
+    var frames: Int32
+
+    init(checkpointAt: Int32) {
+        self.checkpointAt = checkpointAt
+        frames = checkpointAt
+    }
+}
+
+/// SQLite's WAL hook (after each commit, on the committing thread): records the length and
+/// checkpoints as `sqlite3_wal_autocheckpoint`'s own hook would.
+private func logHook(_ context: UnsafeMutableRawPointer?, _ db: OpaquePointer?, _ name: UnsafePointer<CChar>?,
+                     _ frames: Int32) -> Int32 {
+    guard let context else { return SQLITE_OK }
+    let watch = Unmanaged<LogWatch>.fromOpaque(context).takeUnretainedValue()
+    watch.frames = frames
+    if frames >= watch.checkpointAt { _ = sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nil, nil) }
+    return SQLITE_OK
 }

@@ -154,13 +154,13 @@ public final class SceneStore {
         }
         try db.execute("""
             PRAGMA synchronous = \(durability.pragma);
-            PRAGMA wal_autocheckpoint = \(Tuning.walAutocheckpointPages);
             PRAGMA journal_size_limit = \(Tuning.journalSizeLimit);
             PRAGMA cache_size = \(Tuning.cacheSizeKiB);
             PRAGMA cell_size_check = ON;
             PRAGMA secure_delete = FAST;
             PRAGMA trusted_schema = OFF;
             """, "configuring the connection")
+        _ = db.watchLog(checkpointAt: Tuning.walAutocheckpointPages)
         // cell_size_check: every b-tree page read is sanity-checked as it is loaded, so damage
         // surfaces as SQLITE_CORRUPT where it is read (part of the cheap check, see below).
         // secure_delete: Debian builds SQLite with it on, zeroing every deleted row (each event-log
@@ -316,6 +316,14 @@ public final class SceneStore {
 
     func corrupt(_ what: String) -> StoreError {
         StoreError(kind: .corrupt, path: path, message: "database content is damaged: \(what)")
+    }
+
+    /// Whether the next commit may run a checkpoint (its fsyncs take milliseconds): the log is
+    /// within `Tuning.checkpointMarginFrames` of the checkpoint's length, or its length is not
+    /// known yet.
+    public var checkpointNear: Bool {
+        guard let log = connection?.log else { return true }
+        return log.frames >= log.checkpointAt - Tuning.checkpointMarginFrames
     }
 
     /// PRAGMA integrity_check: every page, index and constraint. ["ok"] when sound, else what is

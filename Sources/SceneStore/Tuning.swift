@@ -4,7 +4,10 @@ enum Tuning {
     /// commits the same hot pages (sessions being switched, the log's tail) are rewritten in the
     /// WAL many times but copied to the main file once per checkpoint, and each checkpoint
     /// fsyncs, stalling the commit thread: fewer, larger checkpoints keep the commit rate steady.
-    static let walAutocheckpointPages = 16000
+    static let walAutocheckpointPages: Int32 = 16000
+    /// `checkpointNear` holds this many frames (8 MiB) before the checkpoint's length: more
+    /// than a batch small enough to be written on the daemon's loop can add.
+    static let checkpointMarginFrames: Int32 = 2048
     /// The WAL file is cut back to this after a checkpoint, so a burst does not leave it large.
     static let journalSizeLimit = 80 << 20
     /// 16 MiB of page cache (negative: KiB). Caching every page of a large sessions table would

@@ -2,6 +2,7 @@ import Glibc
 import Testing
 import SceneCore
 @testable import SceneStore
+import ScenedTestSupport
 
 /// Durability=full with SQLite at synchronous=NORMAL and the store's own fdatasync of the log
 /// after each commit: what the daemon's written/durable split rests on.
@@ -62,6 +63,49 @@ import SceneCore
                     try store.syncLog()
                 }
             }
+        }
+    }
+
+    @Test("the store's WAL hook records the log's length after each commit and checkpoints where SQLite's autocheckpoint did: checkpointNear before it, the log restarted after it; unknown (near) on a reopened store until a commit")
+    func logLengthAndCheckpoint() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.file("scened.db")
+            let store = try SceneStore(path: path, durability: .normal)
+            try store.commit(batch(1))
+            let log = try #require(try store.openConnection().0.log)
+            #expect(log.frames > 0 && !store.checkpointNear, "\(log.frames) frames")
+            // A new session with 200 KB of restoration data each time: about 50 frames a commit.
+            let payload = RestorationData.bytes([UInt8](repeating: 7, count: 200_000))
+            var near = 0, longest: Int32 = 0, n: UInt64 = 1
+            while n < 1000 {
+                n += 1
+                var b = batch(n)
+                b.sessions = [SceneSession(id: SessionID(n), app: mail, role: .windowApplication,
+                                           configurationName: "Default Configuration", userInfo: .empty,
+                                           restoration: payload, footprint: n, condition: .live,
+                                           sceneState: .background, sceneInstance: 1, createdAt: at(1),
+                                           lastActiveAt: at(1), backgroundSince: at(1), activations: 0, restores: 0,
+                                           restoreCostMs: 0, isProtected: false)]
+                b.counters.nextSessionNumber = n + 1
+                let before = log.frames
+                try store.commit(b)
+                longest = max(longest, log.frames)
+                if store.checkpointNear { near += 1 }
+                // The log restarted from its beginning: the checkpoint ran and finished.
+                if log.frames < before { break }
+            }
+            #expect(near > 0, "never reported near the checkpoint (longest log \(longest) frames)")
+            #expect(longest >= Tuning.walAutocheckpointPages - 64, "restarted at \(longest) frames, before the checkpoint length")
+            #expect(log.frames < 1000 && !store.checkpointNear, "\(log.frames) frames after \(n) commits")
+            // What the checkpoint copied is in the database file itself.
+            #expect((fileSize(path) ?? 0) > 200_000)
+            store.close()
+            // Reopened, the store knows the log's length only once something commits.
+            let reopened = try SceneStore(path: path, durability: .normal)
+            let before = try #require(try reopened.openConnection().0.log)
+            #expect(before.frames == before.checkpointAt && reopened.checkpointNear, "\(before.frames) frames")
+            try reopened.commit(batch(n + 1))
+            #expect(!reopened.checkpointNear)
         }
     }
 }

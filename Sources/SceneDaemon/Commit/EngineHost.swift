@@ -125,6 +125,10 @@ final class EngineHost {
         case unsynced(StoreError)
     }
 
+    /// The largest batch (in rows) the loop writes itself when the writer is idle
+    /// (`StoreWriter.writeHere`): a few tens of microseconds, about what handing it over costs.
+    static let rowsWrittenHere = 32
+
     /// At the end of a pass: hands what is pending to the writer, unless a batch is already
     /// being committed (then it keeps gathering: group commit grows under load).
     func startCommit() -> Progress {
@@ -151,13 +155,21 @@ final class EngineHost {
                 return published(number: number, events: events, commandStarts: starts, nextSequence: engine.nextSequence)
             }
             inFlight = (events, starts, engine.nextSequence, false)
+            var large = false
             if savedData != nil {
                 for s in batch.sessions where s.savedDataVersion.hasLargePayload {
                     releasableInFlight.append((s.id, s.savedDataVersion))
+                    large = true
                 }
             }
-            writer.submit(batch, number: number)
-            return .nothing
+            let here = !large && batch.rowCount <= Self.rowsWrittenHere ? writer.writeHere(batch, number: number) : .declined
+            switch here {
+            case .written: return commitWritten()
+            case .failed: return .nothing
+            case .declined:
+                writer.submit(batch, number: number)
+                return .nothing
+            }
         }
     }
 

@@ -10,6 +10,9 @@ import SystemdKit
 /// written (COMMIT returned: a crash of scened keeps it), then finished (durable, or failed).
 /// Under Durability=full the two are a fdatasync apart; otherwise they come together.
 ///
+/// A small batch the loop may write itself when this thread is idle, leaving only the sync
+/// here (`writeHere`).
+///
 /// Reads the loop needs (a monitor's backlog from the event log, history for an exported
 /// trace) are queued here too and answered the same way, so the loop never waits for SQLite
 /// behind a commit. The one exception is the reload after a failed commit: nothing can be
@@ -21,7 +24,10 @@ final class StoreWriter: @unchecked Sendable {
     private let store: SceneStore
     private let storeLock = Locked(())
     private let slotLock = Locked(())
-    private var queued: (number: UInt64, batch: StoreBatch)?
+    typealias Job = (number: UInt64, batch: StoreBatch)
+    private var queued: Job?
+    /// Written by the loop itself (`writeHere`): this thread makes it durable.
+    private var writtenHere: Job?
     /// The batch in flight is written; not yet taken by the loop.
     private var written: UInt64?
     private var finished: (number: UInt64, result: Result<Void, StoreError>)?
@@ -89,6 +95,48 @@ final class StoreWriter: @unchecked Sendable {
         }
     }
 
+    /// What `writeHere` did.
+    enum HereOutcome {
+        /// Written on the caller's thread: the caller reports it written now; its end (durable,
+        /// or at once without a sync) comes through `completionFD`.
+        case written
+        /// Tried on the caller's thread and failed: the failure comes through `completionFD`.
+        case failed
+        /// Not tried (this thread is busy with the store, a test stall is set, or a checkpoint
+        /// is near): nothing done, the caller submits it.
+        case declined
+    }
+
+    /// Writes `batch` on the calling thread (the loop), leaving only its sync to this one,
+    /// when nothing here uses the store: for a small batch the write costs less than the two
+    /// thread hand-offs it saves (waking this thread, its pipe waking the loop), and a woken
+    /// app's events reach it sooner. Never waits for the store's lock; declines where the
+    /// commit could run a checkpoint (its fsyncs would stall the loop).
+    func writeHere(_ batch: StoreBatch, number: UInt64) -> HereOutcome {
+        let idle = slotLock.withLock { _ in queued == nil && writtenHere == nil && stall == 0 && !stopping }
+        guard idle else { return .declined }
+        let attempt = storeLock.withLockIfAvailable { _ -> (Result<Void, StoreError>, UInt64?, Bool)? in
+            guard !store.checkpointNear else { return nil }
+            return (Result { () throws(StoreError) in try store.commitToLog(batch) }, store.oldestLoggedSequence,
+                    store.durability.syncsAfterCommit)
+        }
+        guard let (result, oldest, syncs) = attempt ?? nil else { return .declined }
+        guard case .success = result else {
+            finish((number, batch), result, oldest: oldest)
+            return .failed
+        }
+        guard syncs else {
+            finish((number, batch), result, oldest: oldest)
+            return .written
+        }
+        slotLock.withLock { _ in
+            oldestLogged = oldest
+            writtenHere = (number, batch)
+        }
+        signal(wake.write)
+        return .written
+    }
+
     /// Queues a batch (the previous one must have finished).
     func submit(_ batch: StoreBatch, number: UInt64) {
         slotLock.withLock { _ in queued = (number, batch) }
@@ -148,18 +196,9 @@ final class StoreWriter: @unchecked Sendable {
         while true {
             let n = read(wake.read, &byte, 1)
             if n < 0 && errno == EINTR { continue }
-            let (job, stop, pause, reads) = slotLock.withLock {
-                _ -> ((number: UInt64, batch: StoreBatch)?, Bool, UInt32, [(token: UInt64, request: StoreRead)]) in
-                let job = queued
-                queued = nil
-                let pause = job == nil ? 0 : stall
-                if job != nil { stall = 0 }
-                let reads = readQueue
-                readQueue.removeAll()
-                return (job, stopping, pause, reads)
-            }
-            if !reads.isEmpty {
-                let answers = storeLock.withLock { _ in reads.map { ($0.token, answer($0.request)) } }
+            let work = takeWork()
+            if !work.reads.isEmpty {
+                let answers = storeLock.withLock { _ in work.reads.map { ($0.token, answer($0.request)) } }
                 let oldest = storeLock.withLock { _ in store.oldestLoggedSequence }
                 slotLock.withLock { _ in
                     readsDone += answers
@@ -167,39 +206,68 @@ final class StoreWriter: @unchecked Sendable {
                 }
                 signal(done.write)
             }
-            if pause > 0 { sleep(pause) }
-            if let job { commit(job) }
-            if stop || n == 0 { return }
+            if let written = work.written { makeDurable(written) }
+            if work.pause > 0 { sleep(work.pause) }
+            if let job = work.job { commit(job) }
+            if work.stop || n == 0 { return }
+        }
+    }
+
+    private struct Work {
+        var job: Job?
+        /// A batch the loop wrote itself (`writeHere`), to be made durable here.
+        var written: Job?
+        var stop: Bool
+        var pause: UInt32
+        var reads: [(token: UInt64, request: StoreRead)]
+    }
+
+    private func takeWork() -> Work {
+        slotLock.withLock { _ in
+            let work = Work(job: queued, written: writtenHere, stop: stopping, pause: queued == nil ? 0 : stall,
+                            reads: readQueue)
+            if queued != nil { stall = 0 }
+            queued = nil
+            writtenHere = nil
+            readQueue.removeAll()
+            return work
         }
     }
 
     /// Writes one batch, reports it written, makes it durable and reports that. Without a
     /// sync to wait for, both are reported with one signal.
-    private func commit(_ job: (number: UInt64, batch: StoreBatch)) {
+    private func commit(_ job: Job) {
         let (result, oldest, syncs) = storeLock.withLock { _ -> (Result<Void, StoreError>, UInt64?, Bool) in
             (Result { () throws(StoreError) in try store.commitToLog(job.batch) }, store.oldestLoggedSequence,
              store.durability.syncsAfterCommit)
         }
-        var outcome = result
-        if case .success = result {
-            let pause = slotLock.withLock { _ in
-                written = job.number
-                oldestLogged = oldest
-                defer { stallSync = 0 }
-                return stallSync
-            }
-            if syncs {
-                // The loop hands the batch's events to the attached apps while the disk syncs.
-                signal(done.write)
-                if pause > 0 { sleep(pause) }
-                outcome = storeLock.withLock { _ in Result { () throws(StoreError) in try store.syncLog() } }
-            }
+        guard case .success = result else { return finish(job, result, oldest: oldest) }
+        slotLock.withLock { _ in
+            written = job.number
+            oldestLogged = oldest
         }
+        guard syncs else { return finish(job, result, oldest: oldest) }
+        // The loop hands the batch's events to the attached apps while the disk syncs.
+        signal(done.write)
+        makeDurable(job)
+    }
+
+    private func makeDurable(_ job: Job) {
+        let pause = slotLock.withLock { _ in
+            defer { stallSync = 0 }
+            return stallSync
+        }
+        if pause > 0 { sleep(pause) }
+        finish(job, storeLock.withLock { _ in Result { () throws(StoreError) in try store.syncLog() } }, oldest: nil)
+    }
+
+    /// The batch's end, for the loop's next `takeProgress`.
+    private func finish(_ job: Job, _ outcome: Result<Void, StoreError>, oldest: UInt64?) {
         slotLock.withLock { _ in
             finished = (job.number, outcome)
             // An outsized batch's arrays go back to the allocator, not to the next batch.
             spent = job.batch.isOrdinary ? job.batch : nil
-            oldestLogged = oldest
+            if let oldest { oldestLogged = oldest }
         }
         signal(done.write)
     }
