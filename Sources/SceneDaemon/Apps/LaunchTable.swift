@@ -220,6 +220,10 @@ struct LaunchTable {
     /// Deadlines passed: attaches that did not come, stops that take too long.
     mutating func expire(now: Timestamp) -> [Action] {
         var actions: [Action] = []
+        // Written back after the walk, and only what changed: storing into `processes` while
+        // iterating it copied the whole table on every pass (it showed in a profile of
+        // `scened-bench wake` with one started app).
+        var changed: [(AppID, Process)] = []
         for (app, var p) in processes {
             switch p.phase {
             case .starting(let deadline) where deadline <= now:
@@ -237,12 +241,14 @@ struct LaunchTable {
                     if p.frozen { p.frozen = false }
                     actions.append(.kill(app))
                 }
+                guard s != signalAt || k != killAt else { continue }
                 p.phase = .stopping(signalAt: s, killAt: k)
             default:
-                break
+                continue
             }
-            processes[app] = p
+            changed.append((app, p))
         }
+        for (app, p) in changed { processes[app] = p }
         return actions
     }
 
