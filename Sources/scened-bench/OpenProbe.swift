@@ -9,22 +9,9 @@ import Varlink
 
 /// `open-probe FIFO`: exits 0 when scened ends the attachment, 1 on anything unexpected.
 func openProbe(fifo: String) -> Int32 {
-    signal(SIGPIPE, SIG_IGN)
-    guard let app = getenv("SCENED_APP").map({ String(cString: $0) }),
-          let socket = getenv("SCENED_SOCKET").map({ String(cString: $0) }) else {
-        openProbeLog("open-probe: SCENED_APP and SCENED_SOCKET must be set (run by scened as ExecStart=)")
-        return 1
-    }
-    let out = open(fifo, O_WRONLY | O_CLOEXEC)
-    guard out >= 0 else {
-        openProbeLog("open-probe: open \(fifo): \(errnoText())")
-        return 1
-    }
+    guard let probe = ProbeAttachment.start("open-probe", fifo: fifo) else { return 1 }
+    let (app, out, answers, stream) = (probe.app, probe.out, probe.answers, probe.stream)
     do {
-        let answers = try VarlinkClient(path: socket, timeout: .seconds(30))
-        let stream = try FramedConnection(socket: socket)
-        stream.queue(VarlinkCall(method: "io.scened.App.Attach", parameters: ["app": .string(app)], more: true).encoded())
-        guard stream.flush() else { throw BenchError("scened closed the Attach connection") }
         var scratch = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             var p = pollfd(fd: stream.fd, events: Int16(POLLIN), revents: 0)
@@ -40,7 +27,7 @@ func openProbe(fifo: String) -> Int32 {
             if !open { return 0 }
         }
     } catch {
-        openProbeLog("open-probe (\(app)): \(error)")
+        probeLog("open-probe (\(app)): \(error)")
         return 1
     }
 }
@@ -62,10 +49,4 @@ private func openProbeHandle(_ event: JSONValue?, app: String, out: Int32, answe
     default:
         break
     }
-}
-
-/// To stderr (scened's log for the probe).
-private func openProbeLog(_ text: String) {
-    let line = text + "\n"
-    _ = line.withCString { write(2, $0, strlen($0)) }
 }

@@ -11,7 +11,10 @@ import ProcessKit
 //      task completed, scened's CPU time; then three tasks each within 10 s, one thaw for them.
 
 struct WakeSettings {
-    var rounds = max(1, option("--rounds", 200))
+    /// 1,000: a p99 of 200 rounds is their second or third largest, so one stall of the
+    /// machine (a kernel thread holding a CPU for 1–3 ms, seen here about once a second) decides
+    /// it; of 1,000 it is the tenth largest. A run takes about 15 s.
+    var rounds = max(1, option("--rounds", 1000))
     var apps = max(1, option("--apps", 1000))
     var caps = stringOption("--caps", "4,32").split(separator: ",").compactMap { Int($0) }
     /// Seconds from the first ScheduleBackgroundTask to T (the tasks' due time): every task

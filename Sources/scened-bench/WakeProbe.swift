@@ -13,23 +13,9 @@ import Varlink
 
 /// `wake-probe FIFO`: exits 0 when scened ends the attachment, 1 on anything unexpected.
 func wakeProbe(fifo: String) -> Int32 {
-    signal(SIGPIPE, SIG_IGN)
-    guard let app = getenv("SCENED_APP").map({ String(cString: $0) }),
-          let socket = getenv("SCENED_SOCKET").map({ String(cString: $0) }) else {
-        probeLog("wake-probe: SCENED_APP and SCENED_SOCKET must be set (run by scened as ExecStart=)")
-        return 1
-    }
-    let out = open(fifo, O_WRONLY | O_CLOEXEC)
-    guard out >= 0 else {
-        probeLog("wake-probe: open \(fifo): \(errnoText())")
-        return 1
-    }
+    guard let probe = ProbeAttachment.start("wake-probe", fifo: fifo) else { return 1 }
+    let (app, out, answers, stream) = (probe.app, probe.out, probe.answers, probe.stream)
     do {
-        // Attach holds its connection: answers go on a second one.
-        let answers = try VarlinkClient(path: socket, timeout: .seconds(30))
-        let stream = try FramedConnection(socket: socket)
-        stream.queue(VarlinkCall(method: "io.scened.App.Attach", parameters: ["app": .string(app)], more: true).encoded())
-        guard stream.flush() else { throw BenchError("scened closed the Attach connection") }
         var scratch = [UInt8](repeating: 0, count: 1 << 16)
         // When the first wait since the app was suspended (or handled its last notification)
         // ended: the thaw's wake-up, even if `resumed` and the notification come in two reads.
@@ -108,12 +94,6 @@ func wakeEcho(input: String, output: String) -> Int32 {
         let line = "\(now())\n"
         guard line.withCString({ write(fdOut, $0, strlen($0)) }) > 0 else { return 1 }
     }
-}
-
-/// To stderr (scened's log for the probe, since scened captures its apps' output).
-private func probeLog(_ text: String) {
-    let line = text + "\n"
-    _ = line.withCString { write(2, $0, strlen($0)) }
 }
 
 /// Lines written into a FIFO by a probe, read without blocking.
