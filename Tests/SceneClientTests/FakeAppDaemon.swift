@@ -20,8 +20,6 @@ final class FakeAppDaemon: @unchecked Sendable {
     private let refuseStateOnce: Bool
     /// Messages sent as they are after the scripted events (a malformed one, say).
     private let rawTail: [String]
-    /// Whether the raw tail may go (releaseTail): held, it waits for the test to say when.
-    private let tailGate: Locked<Bool>
     /// The reply to a method (its short name): parameters, or an error with "error" set.
     private let replies: [String: JSONObject]
     private let attachCount = Locked(0)
@@ -37,9 +35,8 @@ final class FakeAppDaemon: @unchecked Sendable {
     var attaches: Int { attachCount.withLock { $0 } }
 
     init(directory: String, events: [JSONObject], refuseStateOnce: Bool = false, rawTail: [String] = [],
-         holdTail: Bool = false, replies: [String: JSONObject] = [:]) throws {
+         replies: [String: JSONObject] = [:]) throws {
         self.replies = replies
-        tailGate = Locked(!holdTail)
         path = directory + "/fake-scened.sock"
         self.events = events
         self.refuseStateOnce = refuseStateOnce
@@ -50,18 +47,6 @@ final class FakeAppDaemon: @unchecked Sendable {
         guard bound == 0, listen(listener, 8) == 0 else { throw TestFailure("bind/listen \(path): errno \(errno)") }
         let thread = Thread { [self] in acceptLoop() }
         thread.start()
-    }
-
-    /// Lets a held raw tail go.
-    func releaseTail() { tailGate.withLock { $0 = true } }
-
-    /// Until releaseTail or stop, at most two minutes: a test that never releases fails on
-    /// what the tail should have caused, not by hanging.
-    private func waitForTail() {
-        for _ in 0..<12_000 {
-            if tailGate.withLock({ $0 }) || open.withLock({ $0.stopped }) { return }
-            usleep(10_000)
-        }
     }
 
     /// Ends every connection and the listener (the threads end with them).
@@ -127,7 +112,6 @@ final class FakeAppDaemon: @unchecked Sendable {
             attachCount.withLock { $0 += 1 }
             for e in events { replies.append(["parameters": ["event": .object(e)], "continues": true]) }
             guard replies.allSatisfy({ send($0, fd) }) else { return false }
-            waitForTail()
             return rawTail.allSatisfy { sendBytes(Array($0.utf8) + [0], fd) }
         }
         if method == "org.varlink.service.GetInterfaceDescription" {
